@@ -1,0 +1,220 @@
+"""A memory bank: the per-bank face of the engine. It validates and delegates; it holds no pipeline logic."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidInputError
+from .inputs import RetainInput
+from .models import (
+    BankProfile,
+    Disposition,
+    Document,
+    DocumentStatus,
+    Entity,
+    Memory,
+    Message,
+    Network,
+    Recall,
+    RetainResult,
+    TimeRange,
+)
+
+if TYPE_CHECKING:
+    from .hindsight import Hindsight
+
+
+class Bank:
+    """A named memory bank. Obtain one with ``Hindsight.bank(bank_id)``."""
+
+    def __init__(self, hindsight: Hindsight, bank_id: str) -> None:
+        self._hs = hindsight
+        self.id = bank_id
+
+    def __repr__(self) -> str:
+        return f"Bank({self.id!r})"
+
+    # profile -------------------------------------------------------------------------------------
+    @property
+    def profile(self) -> BankProfile:
+        """Name, background and disposition as stored now."""
+        profile = self._hs.store.get_bank(self.id)
+        if profile is None:
+            from .errors import BankNotFoundError
+
+            raise BankNotFoundError(f"bank {self.id!r} was deleted")
+        return profile
+
+    def set_disposition(self, disposition: Disposition) -> BankProfile:
+        """Store a new default disposition for reflect."""
+        profile = self.profile.model_copy(update={"disposition": Disposition.model_validate(disposition)})
+        self._hs.store.update_bank(profile)
+        return profile
+
+    def set_background(self, background: str) -> BankProfile:
+        """Replace the bank's first-person background verbatim."""
+        profile = self.profile.model_copy(update={"background": background.strip()})
+        self._hs.store.update_bank(profile)
+        return profile
+
+    # retain --------------------------------------------------------------------------------------
+    def retain(
+        self,
+        content: RetainInput,
+        *,
+        timestamp: datetime | str | None = None,
+        document_id: str | None = None,
+        context: str | None = None,
+        extract: bool = True,
+        metadata: dict[str, Any] | None = None,
+    ) -> RetainResult:
+        """Store ``content`` (text, a message dict, or a list of messages) and extract memories from it.
+
+        Messages are dicts ``{"speaker"|"role", "text"|"content", "id"?, "timestamp"?}``; message ids
+        become each memory's ``sources``. ``timestamp`` is when the content was said or written (default
+        now). ``extract=False`` stores messages as memories without any LLM call. Re-retaining a
+        ``document_id`` replaces what it produced before. The raw document is stored first and kept even
+        when extraction fails (``ExtractionError.document_id``).
+        """
+        return self._hs.retainer.retain(
+            self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
+            metadata=metadata,
+        )
+
+    async def aretain(
+        self,
+        content: RetainInput,
+        *,
+        timestamp: datetime | str | None = None,
+        document_id: str | None = None,
+        context: str | None = None,
+        extract: bool = True,
+        metadata: dict[str, Any] | None = None,
+    ) -> RetainResult:
+        """Async twin of ``retain``."""
+        return await self._hs.retainer.aretain(
+            self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
+            metadata=metadata,
+        )
+
+    def reprocess(self, document_id: str, *, extract: bool = True) -> RetainResult:
+        """Extract a stored raw document again (after a failure, or with another extractor)."""
+        doc = self.document(document_id)
+        return self.retain(_document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
+                           extract=extract)
+
+    # recall --------------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        budget: int = 2000,
+        max_memories: int | None = None,
+        networks: Sequence[Network | str] | None = None,
+        time_range: TimeRange | tuple[Any, Any] | None = None,
+        reference_time: datetime | str | None = None,
+        trace: bool = False,
+        channels: Sequence[str] | None = None,
+    ) -> Recall:
+        """Memories relevant to ``query``, best first, as many as fit in ``budget`` tokens.
+
+        ``reference_time`` is "now" for time expressions in the query ("last week"); ``networks`` and
+        ``time_range`` filter; ``channels`` picks a subset of semantic/keyword/graph/temporal (ablations);
+        ``trace=True`` attaches per-channel ranks, scores and stage timings.
+        """
+        return self._hs.recaller.recall(
+            self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
+            reference_time=reference_time, trace=trace, channels=channels,
+        )
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        budget: int = 2000,
+        max_memories: int | None = None,
+        networks: Sequence[Network | str] | None = None,
+        time_range: TimeRange | tuple[Any, Any] | None = None,
+        reference_time: datetime | str | None = None,
+        trace: bool = False,
+        channels: Sequence[str] | None = None,
+    ) -> Recall:
+        """Async twin of ``recall``."""
+        return await self._hs.recaller.arecall(
+            self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
+            reference_time=reference_time, trace=trace, channels=channels,
+        )
+
+    # reading -------------------------------------------------------------------------------------
+    def get(self, memory_id: str) -> Memory | None:
+        """One memory of this bank by id, or None."""
+        found = self._hs.store.get_units(self.id, [memory_id])
+        return found[0] if found else None
+
+    def memories(self, ids: Sequence[str]) -> list[Memory]:
+        """Memories of this bank by id, in the order asked (unknown ids skipped)."""
+        return self._hs.store.get_units(self.id, ids)
+
+    def entities(self) -> list[Entity]:
+        """Canonical entities, most mentioned first."""
+        return self._hs.store.list_entities(self.id)
+
+    def document(self, document_id: str) -> Document:
+        """A stored raw document; ``KeyError`` if absent."""
+        doc = self._hs.store.get_document(self.id, document_id)
+        if doc is None:
+            raise KeyError(f"no document {document_id!r} in bank {self.id!r}")
+        return doc
+
+    def documents(self, status: DocumentStatus | str | None = None) -> list[Document]:
+        """Stored raw documents, optionally by status (pending / done / failed)."""
+        return self._hs.store.list_documents(self.id, DocumentStatus(status) if status else None)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts of documents, memories per network, entities, links, jobs and vectors."""
+        stats = self._hs.store.stats(self.id)
+        stats["vectors"] = self._hs.index.count(self.id)
+        return stats
+
+    # forgetting ----------------------------------------------------------------------------------
+    def forget(
+        self, *, memory_id: str | None = None, document_id: str | None = None, entity: str | None = None
+    ) -> int:
+        """Delete memories from both stores: one memory, everything from a document (and the document), or
+        every memory that mentions an entity. Returns how many memories were deleted."""
+        given = [x for x in (memory_id, document_id, entity) if x is not None]
+        if len(given) != 1:
+            raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
+        store = self._hs.store
+        if memory_id is not None:
+            ids = [memory_id]
+        elif document_id is not None:
+            ids = store.units_of_document(self.id, document_id)
+        else:
+            found = store.find_entity(self.id, entity or "")
+            ids = store.units_of_entity(self.id, found.id) if found else []
+        # Graph first: a crash in between leaves orphan vectors, which recall ignores and reconcile drops;
+        # the other order could let reconcile re-index a memory the caller asked to forget.
+        deleted = store.delete_units(self.id, ids)
+        self._hs.index.delete(self.id, ids)
+        if document_id is not None:
+            store.delete_document(self.id, document_id)
+        return deleted
+
+    async def aforget(self, **kwargs: Any) -> int:
+        """Async twin of ``forget``."""
+        return await asyncio.to_thread(self.forget, **kwargs)
+
+
+def _document_input(doc: Document) -> RetainInput:
+    try:
+        data = json.loads(doc.content)
+    except json.JSONDecodeError:
+        return doc.content
+    if isinstance(data, list):
+        return [Message.model_validate(m) for m in data]
+    return doc.content

@@ -1,0 +1,63 @@
+"""Tunable settings of the pipelines, with the defaults the benchmarks were measured with."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class EntityResolutionSettings(BaseModel):
+    """How an entity mention is matched to an existing canonical entity (paper 4.1.3)."""
+
+    string_weight: float = Field(0.6, ge=0.0, description="weight of name similarity")
+    cooccurrence_weight: float = Field(0.25, ge=0.0, description="weight of shared co-mentioned entities")
+    temporal_weight: float = Field(0.15, ge=0.0, description="weight of closeness to the entity's last mention")
+    temporal_scale_days: float = Field(30.0, gt=0.0, description="time scale of the temporal term")
+    threshold: float = Field(0.62, ge=0.0, le=1.0, description="minimum combined score to merge")
+    min_string_similarity: float = Field(0.8, ge=0.0, le=1.0, description="fuzzy candidates below are ignored")
+
+
+class LinkSettings(BaseModel):
+    """How units are linked at retain time (paper 4.1.4)."""
+
+    temporal_sigma_hours: float = Field(24.0, gt=0.0, description="sigma of exp(-dt/sigma) for temporal links")
+    temporal_neighbors: int = Field(6, ge=0, description="time-nearest units linked per new unit")
+    adjacent_window: int = Field(2, ge=0, description="units before/after in the same document linked")
+    semantic_threshold: float = Field(0.7, ge=0.0, le=1.0, description="cosine >= theta makes a semantic link")
+    semantic_neighbors: int = Field(5, ge=0, description="nearest units checked per new unit")
+
+
+class RecallSettings(BaseModel):
+    """Channel sizes, fusion and graph traversal of recall (paper 4.2)."""
+
+    rrf_k: int = Field(60, ge=1)
+    semantic_k: int = Field(100, ge=1, description="candidates from the semantic channel")
+    keyword_k: int = Field(100, ge=1, description="candidates from the keyword channel")
+    temporal_k: int = Field(100, ge=1, description="candidates from the temporal channel")
+    graph_k: int = Field(100, ge=1, description="candidates from the graph channel")
+    graph_seeds: int = Field(10, ge=1, description="best semantic hits that seed spreading activation")
+    graph_hops: int = Field(2, ge=1, le=4)
+    graph_decay: float = Field(0.7, gt=0.0, le=1.0, description="delta: activation kept per hop")
+    entity_fanout: int = Field(40, ge=0, description="entities mentioned by more units are not traversed")
+    link_multipliers: dict[str, float] = Field(
+        default_factory=lambda: {
+            "temporal": 1.0, "semantic": 0.8, "entity": 0.6,
+            "causes": 1.0, "caused_by": 1.0, "enables": 0.9, "prevents": 0.9,
+        },
+        description="mu(link type)",
+    )
+    channel_weights: dict[str, float] = Field(
+        default_factory=lambda: {"semantic": 1.0, "keyword": 1.0, "graph": 1.0, "temporal": 1.0},
+        description="weight of each channel's reciprocal rank in the fusion",
+    )
+    max_candidates: int = Field(300, ge=1, description="fused candidates considered for packing")
+
+
+class Settings(BaseModel):
+    """All tunables; pass to ``Hindsight.open(settings=...)``."""
+
+    entities: EntityResolutionSettings = Field(default_factory=EntityResolutionSettings)
+    links: LinkSettings = Field(default_factory=LinkSettings)
+    recall: RecallSettings = Field(default_factory=RecallSettings)
+    raw_window: int = Field(1, ge=1, description="messages per unit in retain(extract=False)")
+    embed_time_reference: bool = Field(True, description="append a readable date to embedded text")
+    max_document_chars: int = Field(2_000_000, ge=1, description="larger inputs are rejected")

@@ -1,0 +1,43 @@
+"""Exceptions raised by hindsight_core. Every error names what failed and what was kept."""
+
+from __future__ import annotations
+
+
+class HindsightError(Exception):
+    """Base class of every error this library raises on purpose."""
+
+
+class InvalidInputError(HindsightError, ValueError):
+    """The caller passed input that cannot be retained or recalled (empty, malformed, out of range)."""
+
+
+class BankNotFoundError(HindsightError, KeyError):
+    """A bank was asked for by id without ``create=True`` and does not exist."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else "bank not found"
+
+
+class ExtractionError(HindsightError):
+    """Fact extraction failed; the raw document is kept (``document_id``) and can be re-extracted."""
+
+    def __init__(self, message: str, *, document_id: str | None = None, raw_output: str | None = None):
+        super().__init__(message)
+        self.document_id = document_id
+        self.raw_output = raw_output
+
+
+class EmptyExtractionError(ExtractionError):
+    """Non-empty input produced zero facts: reported instead of silently accepted."""
+
+
+class LLMError(HindsightError):
+    """The language model could not be reached or kept returning output that fails the schema."""
+
+
+class EmbedderMismatchError(HindsightError):
+    """A bank's vector collection was built with another embedder (name or dimension)."""
+
+
+class StoreError(HindsightError):
+    """A storage backend failed or is unreachable."""

@@ -1,0 +1,185 @@
+"""The ``Hindsight`` facade: opens the stores, owns the shared pipelines, hands out banks."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .bank import Bank
+from .config import Settings
+from .embedding import Embedder, SentenceTransformerEmbedder
+from .errors import BankNotFoundError, InvalidInputError
+from .extract.base import Extractor
+from .extract.raw_extractor import RawExtractor
+from .models import BankProfile, Disposition
+from .recall.pipeline import RecallPipeline
+from .recall.rerank import Reranker
+from .reconcile import reconcile_bank
+from .retain import RetainPipeline
+from .stores.base import GraphStore, VectorIndex
+from .tokens import count_tokens
+
+log = logging.getLogger(__name__)
+
+MAX_BANK_ID_CHARS = 512
+
+
+class Hindsight:
+    """Entry point: ``Hindsight.open("./memory")`` then ``.bank("name")``."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        index: VectorIndex,
+        *,
+        embedder: Embedder | None = None,
+        llm: Any = None,
+        settings: Settings | None = None,
+        reranker: Reranker | None = None,
+        token_counter: Callable[[str], int] | None = None,
+        reconcile: bool = True,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
+        self.settings = settings or Settings()
+        self._llm = llm
+        self._llm_lock = threading.Lock()
+        self.count_tokens = token_counter or count_tokens
+        self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight")
+        self.retainer = RetainPipeline(
+            store, index, self.embedder, self.settings, RawExtractor(window=self.settings.raw_window),
+            self._llm_extractor,
+        )
+        self.recaller = RecallPipeline(
+            store, index, self.embedder, self.settings.recall, self.count_tokens, self._executor, reranker
+        )
+        self._extractor: Extractor | None = None
+        if hasattr(store, "requeue_running_jobs"):
+            store.requeue_running_jobs()
+        self.reconciled: dict[str, dict[str, int]] = {}
+        for profile in store.list_banks():
+            self.index.ensure_collection(profile.id, self.embedder.name, self.embedder.dimension)
+            if reconcile:
+                self.reconciled[profile.id] = reconcile_bank(profile.id, store, index, self.embedder, self.settings)
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = "./memory",
+        *,
+        graph: GraphStore | str | None = None,
+        vectors: VectorIndex | str | None = None,
+        **kwargs: Any,
+    ) -> Hindsight:
+        """Open (or create) a memory store.
+
+        The embedded default keeps a SQLite graph store (``graph.sqlite``) and a Chroma index
+        (``vectors/``) under ``path``. ``graph`` may instead be a store object or a SQLite file path;
+        ``vectors`` a ``VectorIndex``, ``"http://host:port"`` for a Chroma server, or ``"memory"`` for an
+        in-process index. ``path=None`` with no stores keeps everything in memory (tests, notebooks).
+        Other keyword arguments go to the constructor (``embedder``, ``llm``, ``settings``, ``reranker``).
+        """
+        from .stores.chroma import ChromaVectorIndex
+        from .stores.sqlite import SQLiteGraphStore
+
+        root = Path(path) if path is not None else None
+        if isinstance(graph, str) or graph is None:
+            if graph is None:
+                graph_path: str | Path = root / "graph.sqlite" if root is not None else ":memory:"
+            else:
+                graph_path = graph
+            store: GraphStore = SQLiteGraphStore(graph_path)
+        else:
+            store = graph
+        if isinstance(vectors, str) or vectors is None:
+            if vectors is None:
+                index: VectorIndex = (
+                    ChromaVectorIndex.persistent(root / "vectors") if root is not None else ChromaVectorIndex.ephemeral()
+                )
+            elif vectors == "memory":
+                index = ChromaVectorIndex.ephemeral()
+            elif vectors.startswith(("http://", "https://")):
+                from urllib.parse import urlparse
+
+                url = urlparse(vectors)
+                index = ChromaVectorIndex.http(url.hostname or "127.0.0.1", url.port or 8000,
+                                               ssl=url.scheme == "https")
+            else:
+                index = ChromaVectorIndex.persistent(vectors)
+        else:
+            index = vectors
+        return cls(store, index, **kwargs)
+
+    # LLM -----------------------------------------------------------------------------------------
+    @property
+    def llm(self) -> Any:
+        """The LLM used for extraction (and reflect): given at open, else the environment's or local one."""
+        if self._llm is None:
+            with self._llm_lock:
+                if self._llm is None:
+                    from .llm.factory import default_llm
+
+                    self._llm = default_llm()
+        return self._llm
+
+    def _llm_extractor(self) -> Extractor:
+        if self._extractor is None:
+            from .extract.llm_extractor import LLMExtractor
+
+            self._extractor = LLMExtractor(self.llm, count_tokens=self.count_tokens)
+        return self._extractor
+
+    # banks ---------------------------------------------------------------------------------------
+    def bank(
+        self,
+        bank_id: str,
+        *,
+        create: bool = True,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: Disposition | None = None,
+    ) -> Bank:
+        """A bank by id, created on first use unless ``create=False`` (then ``BankNotFoundError``)."""
+        if not isinstance(bank_id, str) or not bank_id.strip():
+            raise InvalidInputError("bank id must be a non-empty string")
+        if len(bank_id) > MAX_BANK_ID_CHARS:
+            raise InvalidInputError(f"bank id is longer than {MAX_BANK_ID_CHARS} characters")
+        if any(0xD800 <= ord(c) <= 0xDFFF or ord(c) < 0x20 for c in bank_id):
+            raise InvalidInputError("bank id contains control characters or invalid unicode")
+        profile = self.store.get_bank(bank_id)
+        if profile is None:
+            if not create:
+                raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {[b.id for b in self.store.list_banks()][:20]}")
+            profile = self.store.create_bank(
+                BankProfile(id=bank_id, name=name or bank_id, background=background or "",
+                            disposition=disposition or Disposition())
+            )
+        self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
+        return Bank(self, bank_id)
+
+    def banks(self) -> list[BankProfile]:
+        """Profiles of every bank."""
+        return self.store.list_banks()
+
+    def delete_bank(self, bank_id: str) -> None:
+        """Delete a bank from both stores."""
+        if self.store.get_bank(bank_id) is None:
+            raise BankNotFoundError(f"no bank {bank_id!r}")
+        self.store.delete_bank(bank_id)
+        self.index.drop_bank(bank_id)
+
+    def close(self) -> None:
+        """Stop worker threads and close the stores."""
+        self._executor.shutdown(wait=True)
+        self.store.close()
+
+    def __enter__(self) -> Hindsight:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

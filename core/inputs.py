@@ -1,0 +1,147 @@
+"""Validation and normalisation of what callers hand to retain: text, messages, timestamps.
+
+Bad input raises ``InvalidInputError`` naming the problem; repairable input (broken unicode) is repaired
+and reported as a warning instead of being dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, date, datetime
+from typing import Any
+
+from pydantic import ValidationError
+
+from .errors import InvalidInputError
+from .models import Message, as_utc
+
+RetainInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any] | Message | str]
+
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_PARAGRAPHS = re.compile(r"\n\s*\n")
+_SENTENCES = re.compile(r"(?<=[.!?])\s+")
+
+
+def clean_text(text: str, warnings: list[str], where: str) -> str:
+    """Replace lone surrogates and control characters (they cannot be stored as UTF-8) and say so."""
+    fixed = _SURROGATES.sub("\ufffd", text)
+    fixed = _CONTROL.sub(" ", fixed)
+    if fixed != text:
+        warnings.append(f"{where}: replaced invalid unicode or control characters")
+    return fixed
+
+
+def parse_timestamp(value: Any, what: str = "timestamp") -> datetime | None:
+    """Accept a datetime, date, epoch seconds or ISO-8601 / natural date string; return aware UTC."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        return as_utc(value)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(float(value), UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise InvalidInputError(f"invalid {what}: {value!r} ({exc})") from exc
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        try:
+            return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+        except ValueError:
+            pass
+        import dateparser
+
+        parsed = dateparser.parse(
+            text, languages=["en"], settings={"RETURN_AS_TIMEZONE_AWARE": True, "TIMEZONE": "UTC",
+                                               "TO_TIMEZONE": "UTC", "STRICT_PARSING": False},
+        )
+        if parsed is not None:
+            return as_utc(parsed)
+    raise InvalidInputError(f"invalid {what}: {value!r} is not a date or time")
+
+
+def normalise_messages(
+    content: RetainInput, timestamp: datetime | None, warnings: list[str], max_chars: int
+) -> tuple[list[Message], bool]:
+    """Turn retain input into messages; returns (messages, is_conversation)."""
+    if content is None:
+        raise InvalidInputError("nothing to retain: content is None")
+    if isinstance(content, str):
+        text = clean_text(content, warnings, "text")
+        if not text.strip():
+            raise InvalidInputError("nothing to retain: the text is empty")
+        if len(text) > max_chars:
+            raise InvalidInputError(f"text of {len(text):,} characters exceeds the limit of {max_chars:,}")
+        return [Message(text=chunk, timestamp=timestamp) for chunk in split_document(text)], False
+    if isinstance(content, Mapping):
+        if "messages" in content:
+            return normalise_messages(content["messages"], timestamp, warnings, max_chars)
+        content = [content]
+    if not isinstance(content, Sequence) or isinstance(content, bytes):
+        raise InvalidInputError(f"cannot retain a {type(content).__name__}: pass text or a list of messages")
+    messages: list[Message] = []
+    total = 0
+    for i, item in enumerate(content):
+        try:
+            if isinstance(item, Message):
+                msg = item
+            elif isinstance(item, str):
+                msg = Message(text=item)
+            elif isinstance(item, Mapping):
+                data = dict(item)
+                if "timestamp" in data:
+                    data["timestamp"] = parse_timestamp(data["timestamp"], f"message {i} timestamp")
+                msg = Message.model_validate(data)
+            else:
+                raise InvalidInputError(f"message {i} is a {type(item).__name__}, not a dict or string")
+        except ValidationError as exc:
+            raise InvalidInputError(f"message {i} is malformed: {exc.errors()[0]['msg']}") from exc
+        text = clean_text(msg.text, warnings, f"message {i}")
+        speaker = clean_text(msg.speaker, warnings, f"message {i} speaker") if msg.speaker else None
+        total += len(text)
+        messages.append(msg.model_copy(update={"text": text, "speaker": speaker,
+                                               "timestamp": msg.timestamp or timestamp}))
+    if total > max_chars:
+        raise InvalidInputError(f"messages of {total:,} characters exceed the limit of {max_chars:,}")
+    if not any(m.text.strip() for m in messages):
+        raise InvalidInputError("nothing to retain: every message is empty")
+    ids = [m.id for m in messages if m.id is not None]
+    if len(ids) != len(set(ids)):
+        raise InvalidInputError("message ids must be unique within one retain")
+    return messages, True
+
+
+def split_document(text: str, max_words: int = 120) -> list[str]:
+    """Split plain text into paragraph chunks of at most about ``max_words`` words."""
+    chunks: list[str] = []
+    for para in _PARAGRAPHS.split(text):
+        para = " ".join(para.split())
+        if not para:
+            continue
+        if len(para.split()) <= max_words:
+            chunks.append(para)
+            continue
+        current: list[str] = []
+        for sentence in _SENTENCES.split(para):
+            words = sentence.split()
+            if current and len(current) + len(words) > max_words:
+                chunks.append(" ".join(current))
+                current = []
+            while len(words) > max_words:  # one enormous sentence: cut it
+                chunks.append(" ".join(words[:max_words]))
+                words = words[max_words:]
+            current.extend(words)
+        if current:
+            chunks.append(" ".join(current))
+    return chunks
+
+
+def raw_json(messages: Sequence[Message], original: RetainInput) -> str:
+    """What is stored as the raw document: the original text, or the messages as JSON."""
+    if isinstance(original, str):
+        return _SURROGATES.sub("\ufffd", original)
+    return json.dumps([m.model_dump(mode="json", exclude_none=True) for m in messages], ensure_ascii=False)

@@ -1,0 +1,64 @@
+"""The LLM seam: one small protocol every model backend implements.
+
+Pipelines only ever ask for *structured* output: a list of chat messages plus a pydantic schema in, a
+validated instance of that schema out. Backends turn the schema into whatever constrained decoding they
+support (OpenAI ``json_schema`` response format, LangChain ``with_structured_output``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol, TypedDict, TypeVar, runtime_checkable
+
+from pydantic import BaseModel
+
+from ..errors import LLMError
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class ChatMessage(TypedDict):
+    """One chat message in OpenAI form."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class MalformedOutputError(LLMError):
+    """The model answered, but its output is not valid JSON for the schema. ``raw`` keeps what it said."""
+
+    def __init__(self, message: str, raw: str | None = None):
+        super().__init__(message)
+        self.raw = raw
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model that returns schema-validated structured output, sync and async."""
+
+    @property
+    def name(self) -> str:
+        """A short human-readable model name (for traces and errors)."""
+        ...
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> T:
+        """Return the model's answer parsed into ``schema``; raise ``MalformedOutputError`` if it is not."""
+        ...
+
+    async def agenerate(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> T:
+        """Async twin of ``generate``; must not block the event loop."""
+        ...

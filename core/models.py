@@ -1,0 +1,278 @@
+"""Public data model: memory units, entities, links, banks, documents and recall results.
+
+These pydantic models are the edge of the library: stores return them, pipelines produce them and the
+framework adapters translate them. They carry no behaviour beyond validation.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+def utcnow() -> datetime:
+    """Current time as an aware UTC datetime (all stored times are aware UTC)."""
+    return datetime.now(UTC)
+
+
+def as_utc(value: datetime) -> datetime:
+    """Return ``value`` as an aware UTC datetime; naive values are taken to be UTC already."""
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+class Network(StrEnum):
+    """The four memory networks of the paper (section 3)."""
+
+    WORLD = "world"
+    EXPERIENCE = "experience"
+    OPINION = "opinion"
+    OBSERVATION = "observation"
+
+
+class EntityType(StrEnum):
+    """Coarse entity types shared by the LLM extractor and the NER fallback."""
+
+    PERSON = "PERSON"
+    ORGANIZATION = "ORGANIZATION"
+    LOCATION = "LOCATION"
+    PRODUCT = "PRODUCT"
+    CONCEPT = "CONCEPT"
+    OTHER = "OTHER"
+
+
+class LinkType(StrEnum):
+    """Kinds of unit-to-unit links. Entity links go through entity nodes and are not stored here."""
+
+    TEMPORAL = "temporal"
+    SEMANTIC = "semantic"
+    CAUSES = "causes"
+    CAUSED_BY = "caused_by"
+    ENABLES = "enables"
+    PREVENTS = "prevents"
+
+
+CAUSAL_LINK_TYPES: frozenset[LinkType] = frozenset(
+    {LinkType.CAUSES, LinkType.CAUSED_BY, LinkType.ENABLES, LinkType.PREVENTS}
+)
+
+
+class Disposition(BaseModel):
+    """Behavioural profile that shapes reflect (paper 5.2): three traits in 1..5 and a bias in [0, 1]."""
+
+    model_config = ConfigDict(frozen=True)
+
+    skepticism: int = Field(3, ge=1, le=5, description="1 trusting .. 5 demands strong evidence")
+    literalism: int = Field(3, ge=1, le=5, description="1 reads between the lines .. 5 takes words literally")
+    empathy: int = Field(3, ge=1, le=5, description="1 detached .. 5 weighs feelings strongly")
+    bias: float = Field(0.5, ge=0.0, le=1.0, description="how strongly the disposition shapes judgments")
+
+
+class TimeRange(BaseModel):
+    """A closed time interval; either end may be open (None)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value) if value is not None else None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRange:
+        if self.start is not None and self.end is not None and self.start > self.end:
+            raise ValueError(f"time range starts after it ends: {self.start} > {self.end}")
+        return self
+
+
+class Message(BaseModel):
+    """One conversational message as accepted by retain (``speaker``/``role``, ``text``/``content``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str
+    speaker: str | None = None
+    id: str | None = None
+    timestamp: datetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _aliases(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = dict(data)
+            if "text" not in data and "content" in data:
+                data["text"] = data.pop("content")
+            if "speaker" not in data and "role" in data:
+                data["speaker"] = data.pop("role")
+            if "id" not in data and "dia_id" in data:
+                data["id"] = data.pop("dia_id")
+            if data.get("id") is not None:
+                data["id"] = str(data["id"])
+        return data
+
+    @field_validator("timestamp")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return as_utc(value) if value is not None else None
+
+
+class Memory(BaseModel):
+    """A memory unit: one narrative fact (or one raw message) in one network of one bank."""
+
+    id: str
+    bank_id: str
+    text: str
+    network: Network = Network.WORLD
+    occurred_start: datetime | None = None
+    occurred_end: datetime | None = None
+    mentioned_at: datetime | None = None
+    confidence: float | None = Field(None, ge=0.0, le=1.0, description="opinions only")
+    entities: list[str] = Field(default_factory=list, description="canonical entity names")
+    sources: list[str] = Field(default_factory=list, description="ids of the messages it came from")
+    document_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)
+    score: float | None = Field(None, description="fused recall score, set on recall results only")
+
+
+class Entity(BaseModel):
+    """A canonical entity of a bank, resolved from its mentions."""
+
+    id: str
+    bank_id: str
+    name: str
+    type: EntityType = EntityType.OTHER
+    aliases: list[str] = Field(default_factory=list)
+    mention_count: int = 0
+    first_seen: datetime | None = None
+    last_seen: datetime | None = None
+
+
+class Link(BaseModel):
+    """A weighted, directed link between two memory units of one bank."""
+
+    source_id: str
+    target_id: str
+    type: LinkType
+    weight: float = Field(1.0, ge=0.0, le=1.0)
+
+
+class BankProfile(BaseModel):
+    """A memory bank: its name, first-person background and disposition."""
+
+    id: str
+    name: str
+    background: str = ""
+    disposition: Disposition = Field(default_factory=Disposition)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class DocumentStatus(StrEnum):
+    """Lifecycle of a raw document: stored first, then extracted."""
+
+    PENDING = "pending"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Document(BaseModel):
+    """A raw retained input, stored before extraction so nothing is lost when a model fails."""
+
+    id: str
+    bank_id: str
+    content: str = Field(description="the raw input as JSON (messages) or plain text")
+    context: str | None = None
+    timestamp: datetime | None = None
+    status: DocumentStatus = DocumentStatus.PENDING
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class JobStatus(StrEnum):
+    """Lifecycle of a durable background job."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+class Job(BaseModel):
+    """A durable unit of background work (observations, opinion reinforcement, ...)."""
+
+    id: str
+    bank_id: str
+    kind: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    status: JobStatus = JobStatus.QUEUED
+    attempts: int = 0
+    error: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    run_after: datetime = Field(default_factory=utcnow)
+
+
+class RetainResult(BaseModel):
+    """What one retain stored."""
+
+    bank_id: str
+    document_id: str
+    memories: list[Memory]
+    entities: list[str] = Field(default_factory=list, description="canonical names touched")
+    links: int = 0
+    warnings: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def memory_ids(self) -> list[str]:
+        """Ids of the stored memories, in extraction order."""
+        return [m.id for m in self.memories]
+
+
+class ChannelHit(BaseModel):
+    """A memory's rank (1-based) and raw score in one recall channel."""
+
+    rank: int
+    score: float
+
+
+class TraceItem(BaseModel):
+    """How one candidate fared: its fused score and its place in every channel that found it."""
+
+    memory_id: str
+    fused_score: float
+    fused_rank: int
+    channels: dict[str, ChannelHit] = Field(default_factory=dict)
+    tokens: int = 0
+    selected: bool = False
+
+
+class RecallTrace(BaseModel):
+    """Diagnostics of one recall: parsed time constraint, per-channel results and stage timings."""
+
+    query: str
+    reference_time: datetime
+    time_range: TimeRange | None = None
+    channel_sizes: dict[str, int] = Field(default_factory=dict)
+    items: list[TraceItem] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    budget: int = 0
+
+
+class Recall(BaseModel):
+    """Recall result: memories best first that fit the token budget, their token count and a trace."""
+
+    query: str
+    memories: list[Memory]
+    tokens: int
+    trace: RecallTrace | None = None
+
+    def to_context(self) -> str:
+        """The memories' texts, one per line, ready to put in a prompt (``tokens`` counts the texts)."""
+        return "\n".join(m.text for m in self.memories)

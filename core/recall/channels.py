@@ -1,0 +1,107 @@
+"""The four recall channels (paper 4.2.1). Each returns a ranked list of (unit id, score), best first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..config import RecallSettings
+from ..models import Network, TimeRange
+from ..stores.base import GraphStore, VectorIndex
+
+
+def vector_where(networks: Sequence[Network] | None, time_range: TimeRange | None) -> dict[str, Any] | None:
+    """Chroma metadata filter for networks and an occurrence-overlap time range."""
+    clauses: list[dict[str, Any]] = []
+    if networks:
+        clauses.append({"network": {"$in": [Network(n).value for n in networks]}})
+    if time_range is not None:
+        if time_range.end is not None:
+            clauses.append({"t0": {"$lte": time_range.end.timestamp()}})
+        if time_range.start is not None:
+            clauses.append({"t1": {"$gte": time_range.start.timestamp()}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+
+
+def semantic(
+    index: VectorIndex,
+    bank_id: str,
+    query_vector: np.ndarray,
+    k: int,
+    networks: Sequence[Network] | None,
+    time_range: TimeRange | None,
+) -> list[tuple[str, float]]:
+    """Nearest units by cosine similarity."""
+    return index.query(bank_id, query_vector, k, where=vector_where(networks, time_range))
+
+
+def keyword(
+    store: GraphStore,
+    bank_id: str,
+    query: str,
+    k: int,
+    networks: Sequence[Network] | None,
+    time_range: TimeRange | None,
+) -> list[tuple[str, float]]:
+    """BM25 over unit text."""
+    return store.keyword_search(bank_id, query, k, networks=networks, time_range=time_range)
+
+
+def temporal(
+    index: VectorIndex,
+    bank_id: str,
+    query_vector: np.ndarray,
+    constraint: TimeRange,
+    k: int,
+    networks: Sequence[Network] | None,
+    time_range: TimeRange | None,
+) -> list[tuple[str, float]]:
+    """Units whose occurrence overlaps the query's time constraint, ranked by semantic similarity.
+
+    A caller's explicit ``time_range`` narrows the constraint further.
+    """
+    window = constraint
+    if time_range is not None:
+        start = max((t for t in (constraint.start, time_range.start) if t is not None), default=None)
+        end = min((t for t in (constraint.end, time_range.end) if t is not None), default=None)
+        if start is not None and end is not None and start > end:
+            return []
+        window = TimeRange(start=start, end=end)
+    return index.query(bank_id, query_vector, k, where=vector_where(networks, window))
+
+
+def graph(
+    store: GraphStore,
+    bank_id: str,
+    seeds: Sequence[tuple[str, float]],
+    settings: RecallSettings,
+) -> list[tuple[str, float]]:
+    """Spreading activation from seed units: ``A(v) = max over edges of A(u) * w * delta * mu(type)``.
+
+    Seeds start with their semantic similarity. Returns activated units other than the seeds, best first.
+    """
+    activation: dict[str, float] = {sid: max(score, 0.0) for sid, score in seeds}
+    seed_ids = set(activation)
+    frontier = dict(activation)
+    mu = settings.link_multipliers
+    for _ in range(settings.graph_hops):
+        if not frontier:
+            break
+        edges = store.neighbors(bank_id, list(frontier), entity_fanout=settings.entity_fanout)
+        nxt: dict[str, float] = {}
+        for edge in edges:
+            a = frontier.get(edge.source_id)
+            if a is None:
+                continue
+            value = a * edge.weight * settings.graph_decay * mu.get(edge.type, 0.5)
+            if value > activation.get(edge.target_id, 0.0):
+                activation[edge.target_id] = value
+                nxt[edge.target_id] = value
+        # Only the strongest part of the frontier spreads further: bounds the work per hop.
+        frontier = dict(sorted(nxt.items(), key=lambda kv: -kv[1])[: settings.graph_k])
+    ranked = sorted(((i, a) for i, a in activation.items() if i not in seed_ids), key=lambda kv: -kv[1])
+    return ranked[: settings.graph_k]

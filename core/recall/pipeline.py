@@ -1,0 +1,247 @@
+"""Recall pipeline: four channels -> reciprocal rank fusion -> optional rerank -> token-budget packing."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from itertools import chain, islice
+from datetime import datetime
+from typing import Any
+
+from ..config import RecallSettings
+from ..embedding import Embedder
+from ..errors import InvalidInputError
+from ..inputs import clean_text, parse_timestamp
+from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
+from ..stores.base import GraphStore, VectorIndex
+from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
+from . import channels as ch
+from .fusion import reciprocal_rank_fusion
+from .packing import pack
+from .rerank import Reranker
+
+CHANNELS: tuple[str, ...] = ("semantic", "keyword", "graph", "temporal")
+ANCHOR_MIN_SIMILARITY = 0.35  # below this the anchor event ("the trip") is not considered found
+
+
+class RecallPipeline:
+    """Runs recall for any bank of one ``Hindsight`` instance."""
+
+    def __init__(
+        self,
+        store: GraphStore,
+        index: VectorIndex,
+        embedder: Embedder,
+        settings: RecallSettings,
+        count_tokens: Callable[[str], int],
+        executor: ThreadPoolExecutor,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.store = store
+        self.index = index
+        self.embedder = embedder
+        self.settings = settings
+        self.count_tokens = count_tokens
+        self.executor = executor
+        self.reranker = reranker
+
+    def time_constraint(
+        self, bank_id: str, query: str, reference_time: datetime, query_vector: Any
+    ) -> TemporalConstraint | None:
+        """Parse the query's time expression; resolve event anchors ("before the trip") from memory."""
+        constraint = parse_temporal(query, reference_time)
+        if constraint is None or constraint.range is not None or not constraint.anchor:
+            return constraint
+        anchor_vec = self.embedder.embed([constraint.anchor])[0]
+        hits = self.index.query(bank_id, anchor_vec, 1)
+        if not hits or hits[0][1] < ANCHOR_MIN_SIMILARITY:
+            return constraint
+        unit = self.store.get_units(bank_id, [hits[0][0]])
+        if not unit:
+            return constraint
+        start = unit[0].occurred_start or unit[0].mentioned_at
+        end = unit[0].occurred_end or start
+        if start is None:
+            return constraint
+        return constraint.model_copy(
+            update={"range": resolve_anchor(constraint, TimeRange(start=start, end=end or start))}
+        )
+
+    def recall(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        budget: int = 2000,
+        max_memories: int | None = None,
+        networks: Sequence[Network | str] | None = None,
+        time_range: TimeRange | tuple[Any, Any] | None = None,
+        reference_time: datetime | str | None = None,
+        trace: bool = False,
+        channels: Sequence[str] | None = None,
+    ) -> Recall:
+        """Recall synchronously; see ``Bank.recall``."""
+        timings: dict[str, float] = {}
+        t_all = time.perf_counter()
+        query, nets, window, ref, enabled = self._validate(
+            query, budget, max_memories, networks, time_range, reference_time, channels
+        )
+        s = self.settings
+
+        t = time.perf_counter()
+        qvec = self.embedder.embed([query])[0]
+        timings["embed_ms"] = _ms(t)
+
+        futures: dict[str, Future[list[tuple[str, float]]]] = {}
+        if "keyword" in enabled:
+            futures["keyword"] = self.executor.submit(
+                _timed, timings, "keyword_ms", ch.keyword, self.store, bank_id, query, s.keyword_k, nets, window
+            )
+        t = time.perf_counter()
+        constraint = self.time_constraint(bank_id, query, ref, qvec) if "temporal" in enabled else None
+        timings["time_parse_ms"] = _ms(t)
+        if constraint is not None and constraint.range is not None:
+            futures["temporal"] = self.executor.submit(
+                _timed, timings, "temporal_ms", ch.temporal, self.index, bank_id, qvec, constraint.range,
+                s.temporal_k, nets, window,
+            )
+        results: dict[str, list[tuple[str, float]]] = {}
+        if "semantic" in enabled or "graph" in enabled:
+            k = s.semantic_k if "semantic" in enabled else s.graph_seeds
+            sem = _timed(timings, "semantic_ms", ch.semantic, self.index, bank_id, qvec, k, nets, window)
+            if "semantic" in enabled:
+                results["semantic"] = sem
+            if "graph" in enabled and sem:
+                graph = _timed(timings, "graph_ms", ch.graph, self.store, bank_id, sem[: s.graph_seeds], s)
+                results["graph"] = graph
+        for name, fut in futures.items():
+            results[name] = fut.result()
+
+        t = time.perf_counter()
+        ordered = {name: results[name] for name in CHANNELS if name in results}
+        fused, hits = reciprocal_rank_fusion(ordered, k=s.rrf_k, weights=s.channel_weights)
+        fused = fused[: s.max_candidates]
+        timings["fusion_ms"] = _ms(t)
+
+        t = time.perf_counter()
+        memories: Iterator[Memory] = self._iter_memories(bank_id, [i for i, _ in fused], nets, window)
+        scores = dict(fused)
+        if self.reranker is not None:
+            head = list(islice(memories, 100))
+            rescored = self.reranker.score(query, [m.text for m in head]) if head else []
+            order = sorted(range(len(head)), key=lambda i: -rescored[i])
+            memories = chain((head[i] for i in order), memories)
+            timings["rerank_ms"] = _ms(t)
+            t = time.perf_counter()
+        chosen, used = pack(((m, m.text) for m in memories), budget, self.count_tokens, max_memories)
+        timings["pack_ms"] = _ms(t)
+        out = [m.model_copy(update={"score": scores.get(m.id)}) for m, _ in chosen]
+        timings["total_ms"] = _ms(t_all)
+
+        rec_trace = None
+        if trace:
+            selected = {m.id: tokens for m, tokens in chosen}
+            rec_trace = RecallTrace(
+                query=query,
+                reference_time=ref,
+                time_range=constraint.range if constraint is not None else None,
+                channel_sizes={name: len(r) for name, r in ordered.items()},
+                items=[
+                    TraceItem(
+                        memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
+                        tokens=selected.get(i, 0), selected=i in selected,
+                    )
+                    for rank, (i, score) in enumerate(fused, start=1)
+                ],
+                timings_ms=timings,
+                budget=budget,
+            )
+        return Recall(query=query, memories=out, tokens=used, trace=rec_trace)
+
+    async def arecall(self, bank_id: str, query: str, **kwargs: Any) -> Recall:
+        """Async twin: the whole recall runs in a worker thread so the event loop is never blocked."""
+        return await asyncio.to_thread(self.recall, bank_id, query, **kwargs)
+
+    def _iter_memories(
+        self, bank_id: str, ids: list[str], networks: Sequence[Network] | None, window: TimeRange | None
+    ) -> Iterator[Memory]:
+        """Load fused candidates lazily in rank order (packing usually stops early), dropping any that
+        fail the caller's filters (graph hits are not pre-filtered)."""
+        for chunk in _chunks(ids, 40):
+            for m in self.store.get_units(bank_id, chunk):
+                if networks and m.network not in networks:
+                    continue
+                if window is not None and not _overlaps(m, window):
+                    continue
+                yield m
+
+    @staticmethod
+    def _validate(
+        query: str,
+        budget: int,
+        max_memories: int | None,
+        networks: Sequence[Network | str] | None,
+        time_range: TimeRange | tuple[Any, Any] | None,
+        reference_time: datetime | str | None,
+        channels: Sequence[str] | None,
+    ) -> tuple[str, list[Network] | None, TimeRange | None, datetime, tuple[str, ...]]:
+        if not isinstance(query, str):
+            raise InvalidInputError(f"query must be a string, not {type(query).__name__}")
+        query = " ".join(clean_text(query, [], "query").split())
+        if not query:
+            raise InvalidInputError("query is empty")
+        if len(query) > 10_000:
+            query = query[:10_000]
+        if not isinstance(budget, int) or isinstance(budget, bool) or budget <= 0:
+            raise InvalidInputError(f"budget must be a positive number of tokens, not {budget!r}")
+        if max_memories is not None and max_memories <= 0:
+            raise InvalidInputError(f"max_memories must be positive, not {max_memories!r}")
+        try:
+            nets = [Network(n) for n in networks] if networks else None
+        except ValueError as exc:
+            raise InvalidInputError(f"unknown network in {networks!r}; use {[n.value for n in Network]}") from exc
+        window: TimeRange | None
+        if time_range is None or isinstance(time_range, TimeRange):
+            window = time_range
+        else:
+            try:
+                start, end = time_range
+                window = TimeRange(start=parse_timestamp(start, "time_range start"),
+                                   end=parse_timestamp(end, "time_range end"))
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"invalid time_range {time_range!r}: {exc}") from exc
+        ref = parse_timestamp(reference_time, "reference_time") or utcnow()
+        enabled = tuple(channels) if channels is not None else CHANNELS
+        unknown = set(enabled) - set(CHANNELS)
+        if unknown or not enabled:
+            raise InvalidInputError(f"channels must be a non-empty subset of {CHANNELS}, got {channels!r}")
+        return query, nets, window, ref, enabled
+
+
+def _overlaps(m: Memory, window: TimeRange) -> bool:
+    start = m.occurred_start or m.mentioned_at
+    end = m.occurred_end or start
+    if start is None or end is None:
+        return False
+    if window.end is not None and start > window.end:
+        return False
+    return not (window.start is not None and end < window.start)
+
+
+def _timed(timings: dict[str, float], key: str, fn: Callable[..., Any], *args: Any) -> Any:
+    t = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        timings[key] = _ms(t)
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _ms(start: float) -> float:
+    return round((time.perf_counter() - start) * 1000, 3)

