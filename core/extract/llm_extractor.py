@@ -233,31 +233,32 @@ def _output_model(max_facts: int) -> type[BaseModel]:
 # Prompt
 # --------------------------------------------------------------------------------------------------------
 
-_EXAMPLE_MESSAGE = (
-    "[D1:3] (2023-05-08 13:56) Caroline: I went to a LGBTQ support group yesterday and it was so powerful."
-)
+# The worked example deliberately shares nothing with real data sets (small models copy examples).
+_EXAMPLE_MESSAGE = "[S2:5] (2024-03-11 09:10) Tom: My sister Ana started at Google last week, she's thrilled."
 _EXAMPLE_FACT = {
-    "text": "Caroline attended an LGBTQ support group on 7 May 2023, which she found powerful.",
-    "src": ["D1:3"],
+    "text": "Tom's sister Ana started working at Google in the week of 4 March 2024 and is thrilled.",
+    "src": ["S2:5"],
     "net": "world",
-    "start": "2023-05-07",
-    "end": "2023-05-07",
+    "start": "2024-03-04",
+    "end": "2024-03-10",
     "conf": 0,
-    "who": ["Caroline"],
-    "ents": [{"name": "Caroline", "type": "PERSON"}, {"name": "LGBTQ support group", "type": "ORGANIZATION"}],
+    "who": ["Tom", "Ana"],
+    "ents": [{"name": "Ana", "type": "PERSON"}, {"name": "Google", "type": "ORGANIZATION"}],
     "rel": [],
 }
 
 _SYSTEM_PROMPT = """You turn conversation messages into facts for a long-term memory.
-Write 2-5 facts per exchange (a message and its replies), at most {max_facts} in all. Each fact is one \
+Write 2-5 facts per exchange (a message and its replies), at most {max_facts} in all, covering every \
+message that tells something: events, plans, feelings, preferences, relationships. Each fact is one \
 self-contained sentence that says who did what: use names instead of pronouns (no "I", "you", "she"), \
-absolute dates ("on 7 May 2023", never "yesterday"), and keep details (places, numbers, reasons, \
-feelings). Skip greetings and small talk. Use only what the messages say.
+absolute dates ("on 7 May 2023", never "yesterday"), and keep details (places, numbers, reasons). Skip \
+greetings and small talk. Use only what the messages say.
 Fields:
 - text: the fact.
 - src: ids of the messages it comes from, copied from the [brackets].
-- net: "world" for facts about people and the world; "experience" for what the assistant (the AI whose \
-memory this is) did itself, written as "I ..."; "opinion" for a belief the assistant holds.
+- net: "world" for facts about people and the world (the usual case); "experience" only for what the \
+assistant (the AI whose memory this is) did itself, written as "I ..."; "opinion" only for a belief the \
+assistant holds.
 - start, end: when it happened, as YYYY-MM-DD; resolve "yesterday", "last week" etc. from the message \
 date; "" if unknown.
 - conf: confidence of an opinion, 0 to 1; 0 otherwise.
@@ -925,6 +926,10 @@ class LLMExtractor:
             start, end = _day_start(end.date()), _day_end(start.date())  # swapped ends
 
         network = Network(item.net)
+        if network is not Network.WORLD and not _agent_voice(text, lines):
+            # Experience and opinion belong to the agent itself; small models also tag a *person's*
+            # experiences and views that way, which are world facts about that person.
+            network = Network.WORLD
         confidence: float | None = None
         if network is Network.OPINION:
             conf = item.conf / 100 if 1 < item.conf <= 100 else item.conf  # "80" meant 80%
@@ -1004,6 +1009,15 @@ class LLMExtractor:
                 raw_output="\n".join(raws) if raws else None,
             )
         return facts
+
+
+_AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent"})
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
+
+
+def _agent_voice(text: str, lines: list[_Line]) -> bool:
+    """Whether a fact can be the agent's own: written in the first person or said by the assistant."""
+    return bool(_FIRST_PERSON.search(text)) or any(ln.speaker.lower() in _AGENT_ROLES for ln in lines)
 
 
 def _dedupe(values: Any) -> list[str]:

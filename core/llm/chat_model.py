@@ -182,6 +182,16 @@ class ChatModelLLM:
     def _wrap_error(self, exc: Exception) -> LLMError:
         if isinstance(exc, LLMError):
             return exc
+        # openai's structured-output parser raises instead of reporting a parsing error when the answer
+        # was cut off (max_tokens) or filtered; the partial completion rides along on the exception.
+        completion = getattr(exc, "completion", None)
+        if completion is not None and type(exc).__name__.endswith("FinishReasonError"):
+            choices = getattr(completion, "choices", None) or [None]
+            partial = getattr(getattr(choices[0], "message", None), "content", None)
+            return MalformedOutputError(
+                f"chat model {self._name}: output was cut off ({type(exc).__name__}); raise max_tokens",
+                raw=partial,
+            )
         # LangChain's OutputParserException (raised e.g. on refusals) carries the model text.
         raw = getattr(exc, "llm_output", None)
         if raw is not None or type(exc).__name__ in {"OutputParserException", "JSONDecodeError"}:
@@ -215,7 +225,7 @@ def _dump(value: Any) -> str | None:
 
 
 def _raw_text(message: Any) -> str | None:
-    """The text a LangChain message carried: its content, else the first tool call's arguments."""
+    """The text a LangChain message carried: its content, else the first tool call's arguments, else None."""
     if message is None:
         return None
     content = getattr(message, "content", message)
@@ -233,4 +243,4 @@ def _raw_text(message: Any) -> str | None:
         args = tool_calls[0].get("args") if isinstance(tool_calls[0], dict) else None
         if args is not None:
             return json.dumps(args)
-    return content if isinstance(content, str) else None
+    return None

@@ -40,6 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
     "ENV_CACHE_DIR",
+    "ENV_THREADS",
     "LOCAL_MODELS",
     "QWEN_0_5B",
     "QWEN_1_5B",
@@ -49,6 +50,7 @@ __all__ = [
     "LocalLLMServer",
     "LocalModelSpec",
     "default_cache_dir",
+    "default_threads",
     "ensure_gguf",
     "get_local_server",
     "resolve_chunk",
@@ -381,11 +383,31 @@ def ensure_gguf(
 # ---------------------------------------------------------------------------------------------------
 
 
+ENV_THREADS = "HINDSIGHT_LLM_THREADS"
+"""Environment variable: CPU threads for the local llama.cpp server (default: CPUs - 1, at most 8)."""
+
+
 def _available_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
         return os.cpu_count() or 1
+
+
+def default_threads() -> int:
+    """Threads for llama.cpp: ``$HINDSIGHT_LLM_THREADS``, else one fewer than the usable CPUs (1..8).
+
+    Why not all CPUs: llama.cpp's threads meet at a barrier after every op, so when any other busy
+    thread (the embedder, the test runner, another server) takes a core, generation collapses. Measured on
+    2 busy cores with SmolLM2: 2 threads gave 1.6-3 tok/s, 1 thread 33 tok/s.
+    """
+    env = os.environ.get(ENV_THREADS, "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError as exc:
+            raise LLMError(f"{ENV_THREADS} must be a positive integer, got {env!r}") from exc
+    return max(1, min(_available_cpus() - 1, 8))
 
 
 @dataclass
@@ -427,7 +449,7 @@ class LocalLLMServer:
 
         ``port=0`` lets the OS pick a free port when the server binds, so there is no race between
         choosing and binding. ``n_ctx`` is shared by the ``n_parallel`` slots (unified KV cache), so one
-        request may use all of it. ``n_threads`` defaults to the CPUs this process may use (at most 8).
+        request may use all of it. ``n_threads`` defaults to ``default_threads()`` (CPUs - 1, at most 8).
         ``verbosity`` 0 keeps llama.cpp quiet except for errors. ``extra_params`` sets further
         ``xllamacpp.CommonParams`` attributes by name.
         """
@@ -435,7 +457,7 @@ class LocalLLMServer:
         self.alias = alias
         self._config = _ServerConfig(
             n_ctx=n_ctx,
-            n_threads=n_threads or max(1, min(_available_cpus(), 8)),
+            n_threads=n_threads or default_threads(),
             n_parallel=n_parallel,
             host=host,
             port=port,

@@ -1,0 +1,488 @@
+"""The ``hindsight`` command line: retain, recall, stats, demo and benchmarks over an on-disk memory.
+
+Usage::
+
+    hindsight [--path DIR] [--json] retain BANK [FILE|-] [--no-extract]
+    hindsight recall BANK "what did Maya do last week?" --reference-time 2025-03-23 --trace
+    hindsight stats [BANK]
+    hindsight demo
+    hindsight bench locomo --conversations 1 --questions 20
+
+``--json`` prints one JSON document on stdout and nothing else (progress and logs go to stderr).
+Errors print a one-line ``error: ...`` on stderr and exit with status 2.
+
+This module imports nothing heavy at import time: the engine (models, stores, embedder) is imported
+inside the command functions, so ``hindsight --help`` and ``import hindsight_core.cli`` stay fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .hindsight import Hindsight
+    from .models import Memory, Recall
+
+EXIT_ERROR = 2
+DEFAULT_BUDGET = 2000
+# Kept literal so that building the parser imports no pydantic model.
+NETWORKS = ("world", "experience", "opinion", "observation")
+CHANNEL_ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "temporal": "time"}
+LOCOMO_FILE = Path("shared") / "data" / "locomo10.json"
+
+
+class CLIError(Exception):
+    """A usage problem found after parsing (missing file, no data set): reported like a HindsightError."""
+
+
+# --------------------------------------------------------------------------------------------------
+# entry point
+# --------------------------------------------------------------------------------------------------
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``hindsight`` command line; returns the exit status (0 ok, 2 error)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help and usage errors; callers in-process want a code
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if getattr(args, "verbose", False):
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                            format="%(levelname)s %(name)s: %(message)s")
+    if not hasattr(args, "func"):
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+
+    from .errors import HindsightError
+
+    real_stdout = sys.stdout
+    try:
+        # With --json the JSON document is the only thing on stdout: anything a library prints goes to stderr.
+        guard = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+        with guard:
+            result = args.func(args)
+    except (HindsightError, CLIError, OSError) as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    if args.json and result is not None:
+        real_stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+        real_stdout.flush()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (``reflect`` is only offered once ``Bank.reflect`` exists)."""
+    # Global options are accepted before or after the subcommand: the subparsers share them with
+    # SUPPRESS defaults so that a value given before the subcommand is not overwritten.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--path", default=argparse.SUPPRESS,
+                        help="memory directory (default: $HINDSIGHT_PATH or ./memory)")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print machine-readable JSON on stdout and nothing else")
+    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
+                        help="log progress to stderr")
+
+    parser = argparse.ArgumentParser(
+        prog="hindsight", parents=[common],
+        description="Hindsight Memory: long-term memory that retains, recalls and reflects.",
+    )
+    parser.set_defaults(path=None, json=False, verbose=False)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    p = sub.add_parser("retain", parents=[common], help="store a text, a message list or a conversation",
+                       description="Retain plain text, a JSON message list, {'messages': [...]} or "
+                                   "LoCoMo-style conversations (one document per session, timestamped with "
+                                   "its date).")
+    p.add_argument("bank", help="bank id (created if missing)")
+    p.add_argument("file", nargs="?", default="-", help="input file, or - for stdin (default)")
+    p.add_argument("--no-extract", dest="extract", action="store_false",
+                   help="store messages as memories without any LLM call (raw ingest)")
+    p.add_argument("--timestamp", help="when the content was said (ISO date or natural language); "
+                                       "used for documents that carry no date of their own")
+    p.add_argument("--document-id", help="document id (a prefix when the input holds several documents)")
+    p.add_argument("--context", help="free-text context handed to the extractor")
+    p.set_defaults(func=cmd_retain)
+
+    p = sub.add_parser("recall", parents=[common], help="memories relevant to a query, within a token budget")
+    p.add_argument("bank", help="bank id")
+    p.add_argument("query", help="what to recall")
+    p.add_argument("--budget", type=_positive_int, default=DEFAULT_BUDGET,
+                   help=f"token budget of the returned memories (default {DEFAULT_BUDGET})")
+    p.add_argument("--max", dest="max_memories", type=_positive_int, help="return at most this many memories")
+    p.add_argument("--network", dest="networks", action="append", choices=NETWORKS,
+                   help="only this network (repeatable)")
+    p.add_argument("--reference-time", help='"now" for time expressions in the query (default: now)')
+    p.add_argument("--trace", action="store_true",
+                   help="show each memory's rank and score per channel, and stage timings")
+    p.set_defaults(func=cmd_recall)
+
+    if _reflect_available():
+        p = sub.add_parser("reflect", parents=[common], help="answer a question from memory (CARA)")
+        p.add_argument("bank", help="bank id")
+        p.add_argument("query", help="the question")
+        p.set_defaults(func=cmd_reflect)
+
+    p = sub.add_parser("stats", parents=[common], help="list banks, or one bank's counts")
+    p.add_argument("bank", nargs="?", help="bank id (default: every bank)")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("demo", parents=[common], help="retain a bundled conversation and show recall at work",
+                       description="Runs in a temporary directory unless --path is given on the command "
+                                   "line.")
+    p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("bench", help="benchmarks")
+    bench = p.add_subparsers(title="benchmarks", metavar="BENCHMARK")
+    p = bench.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversations", type=_positive_int, help="only the first N conversations")
+    p.add_argument("--questions", type=_positive_int, help="only the first N questions of each conversation")
+    p.add_argument("--out", default="results", help="where locomo.json and locomo.md go (default ./results)")
+    p.add_argument("--workdir", help="keep the benchmark's memory here (default: a temporary directory)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(func=cmd_bench_locomo)
+    return parser
+
+
+# --------------------------------------------------------------------------------------------------
+# commands
+# --------------------------------------------------------------------------------------------------
+def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``retain BANK [FILE|-]``: one retain per document of the input."""
+    from tqdm import tqdm
+
+    from .errors import InvalidInputError
+    from .formats import read_input
+
+    raw = _read_source(args.file)
+    sessions = list(read_input(raw))  # parse everything first: bad input fails before anything is stored
+    if not sessions:
+        raise InvalidInputError("the input holds no documents")
+    many = len(sessions) > 1
+    documents: list[dict[str, Any]] = []
+    with _open(args) as hs:
+        bank = hs.bank(args.bank)
+        for i, session in enumerate(tqdm(sessions, desc="retain", unit="doc", disable=not many,
+                                         file=sys.stderr), start=1):
+            document_id = session.document_id or None
+            if args.document_id:
+                document_id = f"{args.document_id}:{session.document_id or i}" if many else args.document_id
+            try:
+                res = bank.retain(session.content, timestamp=session.timestamp or args.timestamp,
+                                  document_id=document_id, context=args.context, extract=args.extract)
+            except Exception:
+                if documents:  # say what is already kept before the error line
+                    print(f"stored {len(documents)} of {len(sessions)} documents before the error",
+                          file=sys.stderr)
+                raise
+            doc = {
+                "document_id": res.document_id,
+                "memories": len(res.memories),
+                "memory_ids": res.memory_ids,
+                "entities": res.entities,
+                "links": res.links,
+                "warnings": res.warnings,
+            }
+            documents.append(doc)
+            if not args.json:
+                line = (f"{res.document_id}: {_plural(len(res.memories), 'memory', 'memories')}, "
+                        f"{_plural(len(res.entities), 'entity', 'entities')}, {_plural(res.links, 'link')}")
+                (tqdm.write if many else print)(line)
+                for warning in res.warnings:
+                    print(f"  warning: {warning}", file=sys.stderr)
+    totals = {k: sum(len(d[k]) if isinstance(d[k], list) else d[k] for d in documents)
+              for k in ("memories", "links")}
+    if not args.json:
+        if many:
+            print(f"total: {len(documents)} documents, {_plural(totals['memories'], 'memory', 'memories')}, "
+                  f"{_plural(totals['links'], 'link')} in bank {args.bank!r}")
+        return None
+    return {"bank": args.bank, "documents": documents, "totals": {"documents": len(documents), **totals}}
+
+
+def cmd_recall(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``recall BANK QUERY``: ranked memories within the budget, optionally with the trace."""
+    with _open(args, must_exist=True, bank=args.bank) as hs:
+        bank = hs.bank(args.bank, create=False)
+        rec = bank.recall(args.query, budget=args.budget, max_memories=args.max_memories,
+                          networks=args.networks, reference_time=args.reference_time, trace=args.trace)
+    if args.json:
+        return rec.model_dump(mode="json")
+    print(format_recall(rec, args.budget))
+    if args.trace:
+        print()
+        print(format_trace(rec))
+    return None
+
+
+def cmd_reflect(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``reflect BANK QUERY``: hands the question to ``Bank.reflect`` and prints what it returns."""
+    with _open(args, must_exist=True, bank=args.bank) as hs:
+        result = hs.bank(args.bank, create=False).reflect(args.query)  # type: ignore[attr-defined]
+    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else {"result": str(result)}
+    if args.json:
+        return data
+    print(getattr(result, "answer", None) or getattr(result, "text", None) or result)
+    return None
+
+
+def cmd_stats(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``stats [BANK]``: every bank with its counts, or the full counts of one bank."""
+    path = _store_path(args)
+    if args.bank is None and not path.exists():
+        # Nothing to report; do not create an empty store just to list it.
+        banks: list[dict[str, Any]] = []
+    else:
+        with _open(args, must_exist=args.bank is not None, bank=args.bank) as hs:
+            if args.bank is not None:
+                stats = hs.bank(args.bank, create=False).stats()
+                if args.json:
+                    return {"bank": args.bank, **stats}
+                print(format_stats(args.bank, stats))
+                return None
+            banks = []
+            for profile in hs.banks():
+                stats = hs.bank(profile.id, create=False).stats()
+                banks.append({"id": profile.id, "name": profile.name, "units": stats.get("units", 0),
+                              "entities": stats.get("entities", 0),
+                              "documents": _total(stats.get("documents", 0))})
+    if args.json:
+        return {"path": str(path), "banks": banks}
+    if not banks:
+        print(f"no banks in {path}")
+        return None
+    rows = [[b["id"], b["units"], b["entities"], b["documents"]] for b in banks]
+    print(format_table(["bank", "units", "entities", "documents"], rows, align="lrrr"))
+    return None
+
+
+def cmd_demo(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``demo``: the bundled conversation, retained and recalled (see ``hindsight_core.demo``)."""
+    from .demo import run_demo
+
+    out: Callable[..., None] = _stderr_print if args.json else print
+    summary = run_demo(args.path, out=out)  # args.path is None unless given: the demo then uses a temp dir
+    return summary if args.json else None
+
+
+def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``bench locomo``: evidence recall on LoCoMo; writes locomo.json and locomo.md under --out."""
+    from .bench.locomo import format_tables, run_locomo
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise CLIError(f"LoCoMo data not found: {data}")
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = run_locomo(
+        data, workdir=args.workdir, limit_conversations=args.conversations, limit_questions=args.questions,
+        progress=args.progress, log=_stderr_print if args.json else print,
+    )
+    (out_dir / "locomo.json").write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
+    markdown = "# LoCoMo retrieval\n\n" + format_tables(result) + "\n"
+    (out_dir / "locomo.md").write_text(markdown, encoding="utf-8")
+    if args.json:
+        return result
+    print(f"\nwrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
+    return None
+
+
+def find_locomo() -> Path:
+    """``$HINDSIGHT_LOCOMO``, else the first existing ``[../]shared/data/locomo10.json`` relative to the
+    working directory or to the repository root; raises ``CLIError`` listing where it looked."""
+    env = os.environ.get("HINDSIGHT_LOCOMO")
+    if env:
+        return Path(env)
+    repo_root = Path(__file__).resolve().parent.parent  # core/ -> repository root (editable install)
+    candidates = [base / rel for base in (Path.cwd(), repo_root)
+                  for rel in (Path("..") / LOCOMO_FILE, LOCOMO_FILE)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise CLIError("LoCoMo data not found; pass --data or set HINDSIGHT_LOCOMO (looked in "
+                   + ", ".join(str(c) for c in candidates) + ")")
+
+
+# --------------------------------------------------------------------------------------------------
+# formatting (shared with the demo)
+# --------------------------------------------------------------------------------------------------
+def format_recall(rec: Recall, budget: int) -> str:
+    """Ranked memories, each with score, network, date, sources and document, then tokens used."""
+    if not rec.memories:
+        return f"no memories found for {rec.query!r}"
+    lines = []
+    for rank, m in enumerate(rec.memories, start=1):
+        lines.append(f"{rank:>2}. {m.text}")
+        details = [f"score {m.score:.4f}" if m.score is not None else "score -", m.network.value, when(m)]
+        if m.sources:
+            details.append("sources " + ", ".join(m.sources))
+        if m.document_id:
+            details.append(f"doc {m.document_id}")
+        lines.append("    " + " · ".join(details))
+    lines.append(f"{_plural(len(rec.memories), 'memory', 'memories')}, {rec.tokens}/{budget} tokens")
+    return "\n".join(lines)
+
+
+def format_trace(rec: Recall, *, scores: bool = True, text_width: int = 60) -> str:
+    """The trace as a table: per returned memory, its fused rank and score and its rank (and raw score)
+    in every channel; then the parsed time constraint, channel sizes and stage timings."""
+    trace = rec.trace
+    if trace is None:
+        return "no trace (recall ran without trace=True)"
+    channels = [c for c in ("semantic", "keyword", "graph", "temporal") if c in trace.channel_sizes]
+    items = {item.memory_id: item for item in trace.items}
+    header = ["#", "fused", *(c if scores else CHANNEL_ABBREV[c] for c in channels), "tokens", "memory"]
+    rows = []
+    for rank, m in enumerate(rec.memories, start=1):
+        item = items.get(m.id)
+        cells: list[Any] = [rank, f"{item.fused_score:.4f}" if item else "-"]
+        for c in channels:
+            hit = item.channels.get(c) if item else None
+            cells.append("-" if hit is None else f"{hit.rank} ({_num(hit.score)})" if scores else hit.rank)
+        cells += [item.tokens if item else "-", _clip(m.text, text_width)]
+        rows.append(cells)
+    lines = [format_table(header, rows, align="rr" + "r" * len(channels) + "rl")]
+    info = [f"reference time {trace.reference_time:%Y-%m-%d %H:%M}"]
+    if trace.time_range is not None:
+        info.append(f"time constraint {_date(trace.time_range.start)} .. {_date(trace.time_range.end)}")
+    info.append("candidates " + ", ".join(f"{c} {n}" for c, n in trace.channel_sizes.items()))
+    lines.append(" · ".join(info))
+    lines.append("stages (ms): " + format_timings(trace.timings_ms))
+    return "\n".join(lines)
+
+
+def format_timings(timings: dict[str, float]) -> str:
+    """``embed 12.0 · semantic 1.3 · ... · total 30.1`` (the ``_ms`` suffixes dropped)."""
+    return " · ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in timings.items())
+
+
+def format_stats(bank_id: str, stats: dict[str, Any]) -> str:
+    """One bank's counts; nested counts (per network, per link type) shown with their total."""
+    lines = [f"bank {bank_id}"]
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            detail = ", ".join(f"{k} {v}" for k, v in value.items())
+            lines.append(f"  {key:<10} {_total(value):>7}" + (f"  ({detail})" if detail else ""))
+        else:
+            lines.append(f"  {key:<10} {value:>7}")
+    return "\n".join(lines)
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
+    """A plain-text table with padded columns; ``align`` holds ``l``/``r`` per column (default left)."""
+    cells = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+
+    def line(row: list[str]) -> str:
+        pairs = enumerate(zip(row, widths, strict=True))
+        parts = [c.rjust(w) if align[i:i + 1] == "r" else c.ljust(w) for i, (c, w) in pairs]
+        return "  ".join(parts).rstrip()
+
+    return "\n".join(line(row) for row in cells)
+
+
+def when(m: Memory) -> str:
+    """When a memory happened: one date, or ``start..end`` for a span of several days."""
+    start = m.occurred_start or m.mentioned_at
+    end = m.occurred_end or start
+    if start is None:
+        return "undated"
+    if end is None or end.date() == start.date():
+        return _date(start)
+    return f"{_date(start)}..{_date(end)}"
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------------------
+def _store_path(args: argparse.Namespace) -> Path:
+    return Path(args.path or os.environ.get("HINDSIGHT_PATH") or "memory")
+
+
+@contextlib.contextmanager
+def _open(
+    args: argparse.Namespace, *, must_exist: bool = False, bank: str | None = None
+) -> Iterator[Hindsight]:
+    """Open the store at ``--path``. Read-only commands (``must_exist``) refuse to create a missing store,
+    so a mistyped path or bank is reported instead of leaving an empty store behind."""
+    path = _store_path(args)
+    if must_exist and not (path / "graph.sqlite").exists():
+        from .errors import BankNotFoundError
+
+        raise BankNotFoundError(f"no bank {bank!r}: there is no memory store at {path} (retain something "
+                                "first, or pass --path / set HINDSIGHT_PATH)")
+    from .hindsight import Hindsight
+
+    with Hindsight.open(path) as hs:
+        yield hs
+
+
+def _read_source(file: str) -> str:
+    if file == "-":
+        return sys.stdin.read()
+    path = Path(file)
+    if not path.is_file():
+        raise CLIError(f"no such file: {file}")
+    return path.read_text(encoding="utf-8")
+
+
+def _reflect_available() -> bool:
+    from .bank import Bank
+
+    return hasattr(Bank, "reflect")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+def _stderr_print(*values: Any, **kwargs: Any) -> None:
+    kwargs.pop("file", None)
+    print(*values, file=sys.stderr, **kwargs)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _plural(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else many or one + 's'}"
+
+
+def _total(value: Any) -> int:
+    return sum(value.values()) if isinstance(value, dict) else int(value or 0)
+
+
+def _num(x: float) -> str:
+    return f"{x:.3f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.1e}" if x else "0"
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _date(value: datetime | None) -> str:
+    return f"{value:%Y-%m-%d}" if value is not None else "open"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,148 @@
+"""A guided tour of the engine on a bundled conversation, with no LLM: ``hindsight demo``.
+
+The conversation (``data/demo_conversation.json``, written for this project) is four chats between Maya and
+her friend Jonah from March to June 2025: a newly adopted dog, a park redesign, a holiday that moves from
+Lisbon in May to Porto in June. It is retained raw (``extract=False``: one memory per message, entities by
+NER, relative dates such as "last week" resolved against the session date), then recalled with questions
+that need a time expression, provenance, or facts from more than one session.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+BANK_ID = "demo"
+BUDGET = 300  # small on purpose: shows greedy packing stop at the budget
+MAX_MEMORIES = 5
+
+# (question, reference time or None, why it is interesting)
+QUERIES: tuple[tuple[str, str | None, str], ...] = (
+    ("What is the name of Maya's dog?", None, "single fact, answered by one message"),
+    ("What did Maya do last week?", "2025-03-23T12:00:00+00:00",
+     "time expression: 'last week' relative to 23 March 2025 is 10-16 March"),
+    ("How did Maya's holiday plans with her sister Clara change?", None,
+     "spans sessions: Lisbon in May, pushed to June, then Porto"),
+    ("Who looked after Pepper while Maya was in Porto?", None,
+     "joins two sessions: the favour asked in April and the thanks in June"),
+    ("What does Maya like to drink?", None, "a preference stated in passing"),
+)
+
+
+def load_conversation() -> dict[str, Any]:
+    """The bundled LoCoMo-shaped conversation."""
+    resource = files("hindsight_core") / "data" / "demo_conversation.json"
+    return json.loads(resource.read_text(encoding="utf-8"))
+
+
+def run_demo(path: str | None = None, out: Callable[..., None] = print) -> dict[str, Any]:
+    """Retain the bundled conversation into bank ``demo`` and run a few traced recalls, printing as it goes.
+
+    ``path`` is the memory directory; ``None`` uses a temporary one that is removed afterwards. ``out`` is
+    called like ``print`` for every line shown. Returns a summary: counts, and per query the returned
+    memories (id, sources, document, score), tokens used and stage timings.
+    """
+    from .cli import format_table, format_timings, when
+    from .formats import locomo_sessions
+    from .hindsight import Hindsight
+
+    tmp = tempfile.mkdtemp(prefix="hindsight-demo-") if path is None else None
+    root = Path(tmp or str(path))
+    try:
+        sample = load_conversation()
+        sessions = locomo_sessions(sample)
+        conv = sample["conversation"]
+        out(f"Hindsight demo: a conversation between {conv['speaker_a']} and {conv['speaker_b']}, "
+            f"{len(sessions)} sessions, retained raw (extract=False, no LLM) into bank {BANK_ID!r} at {root}")
+        out("")
+        summary: dict[str, Any] = {"path": None if tmp else str(root), "bank": BANK_ID, "documents": [],
+                                   "queries": []}
+        t0 = time.perf_counter()
+        with Hindsight.open(root) as hs:
+            bank = hs.bank(BANK_ID)
+            rows = []
+            for s in sessions:
+                res = bank.retain(s.messages, timestamp=s.timestamp, document_id=s.document_id, extract=False)
+                rows.append([s.document_id, f"{s.timestamp:%Y-%m-%d}" if s.timestamp else "-",
+                             len(res.memories), len(res.entities), res.links])
+                summary["documents"].append({"document_id": res.document_id, "memories": len(res.memories),
+                                             "entities": len(res.entities), "links": res.links})
+            retain_s = time.perf_counter() - t0
+            out(format_table(["document", "date", "memories", "entities", "links"], rows, align="llrrr"))
+            stats = bank.stats()
+            entities = bank.entities()
+            links = stats.get("links", {})
+            n_links = sum(links.values()) if isinstance(links, dict) else int(links or 0)
+            out(f"stored {stats['units']} memories, {len(entities)} entities, {n_links} links "
+                f"({', '.join(f'{k} {v}' for k, v in links.items()) if isinstance(links, dict) else ''}) "
+                f"in {retain_s:.1f} s")
+            top = ", ".join(f"{e.name} ({e.mention_count})" for e in entities[:10])
+            out(f"most mentioned entities: {top}")
+            summary.update(memories=stats["units"], entities=len(entities), links=n_links,
+                           entity_names=[e.name for e in entities])
+
+            for n, (question, reference, why) in enumerate(QUERIES, start=1):
+                rec = bank.recall(question, budget=BUDGET, max_memories=MAX_MEMORIES,
+                                  reference_time=reference, trace=True)
+                out("")
+                out(f"Q{n}. {question}")
+                trace = rec.trace
+                assert trace is not None  # asked for with trace=True
+                ref = f"reference time {trace.reference_time:%Y-%m-%d}" if reference else "reference time now"
+                constraint = ""
+                if trace.time_range is not None:
+                    constraint = (f", parsed time constraint {trace.time_range.start:%Y-%m-%d} .. "
+                                  f"{trace.time_range.end:%Y-%m-%d}")
+                out(f"    ({why}; {ref}{constraint})")
+                items = {item.memory_id: item for item in trace.items}
+                channels = [c for c in _ABBREV if c in trace.channel_sizes]
+                table = []
+                for rank, m in enumerate(rec.memories, start=1):
+                    item = items.get(m.id)
+                    hits = [item.channels.get(c) if item else None for c in channels]
+                    table.append([rank, f"{m.score:.4f}" if m.score is not None else "-",
+                                  *("-" if h is None else h.rank for h in hits), when(m),
+                                  ",".join(m.sources) or "-", _clip(m.text, 72)])
+                header = ["#", "score", *(_ABBREV[c] for c in channels), "when", "source", "memory"]
+                out(_indent(format_table(header, table, align="rr" + "r" * len(channels) + "lll")))
+                out(f"    tokens {rec.tokens}/{BUDGET} · columns sem..time: rank in each channel, "
+                    "'-' = not found by it")
+                out(f"    stages (ms): {format_timings(trace.timings_ms)}")
+                summary["queries"].append({
+                    "query": question,
+                    "reference_time": reference,
+                    "time_range": [trace.time_range.start.isoformat() if trace.time_range.start else None,
+                                   trace.time_range.end.isoformat() if trace.time_range.end else None]
+                    if trace.time_range is not None else None,
+                    "tokens": rec.tokens,
+                    "budget": BUDGET,
+                    "memories": [{"id": m.id, "sources": m.sources, "document_id": m.document_id,
+                                  "score": m.score} for m in rec.memories],
+                    "top_sources": [s for m in rec.memories for s in m.sources],
+                    "timings_ms": trace.timings_ms,
+                })
+        out("")
+        out("Each memory keeps the ids of the messages it came from (source) and its document: that is the "
+            "audit trail.")
+        return summary
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+_ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "temporal": "time"}
+
+
+def _clip(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _indent(block: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in block.splitlines())

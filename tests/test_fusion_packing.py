@@ -1,0 +1,67 @@
+"""Unit and property-based tests of reciprocal rank fusion and token-budget packing."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hindsight_core.recall.fusion import reciprocal_rank_fusion
+from hindsight_core.recall.packing import pack
+from hindsight_core.tokens import count_tokens
+
+
+def test_rrf_matches_the_formula() -> None:
+    fused, hits = reciprocal_rank_fusion({"a": [("x", 0.9), ("y", 0.5)], "b": [("y", 3.0), ("z", 1.0)]}, k=60)
+    scores = dict(fused)
+    assert scores["y"] == 1 / 62 + 1 / 61
+    assert scores["x"] == 1 / 61
+    assert scores["z"] == 1 / 62
+    assert [i for i, _ in fused] == ["y", "x", "z"]
+    assert hits["y"]["a"].rank == 2 and hits["y"]["b"].rank == 1 and hits["y"]["b"].score == 3.0
+
+
+def test_rrf_channel_weights() -> None:
+    fused, _ = reciprocal_rank_fusion({"a": [("x", 1.0)], "b": [("y", 1.0)]}, k=60, weights={"a": 0.5})
+    assert [i for i, _ in fused] == ["y", "x"]
+
+
+@given(st.lists(st.lists(st.sampled_from("abcdefghij"), unique=True), min_size=1, max_size=4))
+def test_rrf_properties(lists: list[list[str]]) -> None:
+    channels = {f"c{i}": [(x, 1.0) for x in items] for i, items in enumerate(lists)}
+    fused, hits = reciprocal_rank_fusion(channels, k=60)
+    ids = [i for i, _ in fused]
+    assert sorted(ids) == sorted({x for items in lists for x in items})
+    assert [s for _, s in fused] == sorted((s for _, s in fused), reverse=True)
+    for item, score in fused:
+        assert abs(score - sum(1 / (60 + h.rank) for h in hits[item].values())) < 1e-12
+
+
+texts = st.lists(st.text(min_size=0, max_size=80), max_size=30)
+
+
+@given(texts, st.integers(min_value=0, max_value=400))
+def test_pack_never_exceeds_budget_and_counts_exactly(items: list[str], budget: int) -> None:
+    chosen, used = pack(((i, t) for i, t in enumerate(items)), budget, count_tokens)
+    assert used <= budget
+    assert used == sum(count_tokens(items[i]) for i, _ in chosen)
+    assert [tokens for _, tokens in chosen] == [count_tokens(items[i]) for i, _ in chosen]
+    idx = [i for i, _ in chosen]
+    assert idx == sorted(idx)  # rank order is kept
+
+
+@given(texts, st.integers(min_value=0, max_value=400))
+def test_pack_is_greedy(items: list[str], budget: int) -> None:
+    chosen, used = pack(((i, t) for i, t in enumerate(items)), budget, count_tokens)
+    picked = {i for i, _ in chosen}
+    # Every skipped item was too large for what was left when its turn came.
+    running = 0
+    for i, text in enumerate(items):
+        if i in picked:
+            running += count_tokens(text)
+        elif budget > running:
+            assert running + count_tokens(text) > budget
+
+
+def test_pack_respects_max_items() -> None:
+    chosen, _ = pack(((i, "word") for i in range(10)), 1000, count_tokens, max_items=3)
+    assert [i for i, _ in chosen] == [0, 1, 2]
