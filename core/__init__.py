@@ -44,7 +44,33 @@ _EXPORTS: dict[str, str] = {
     "StoreError": ".errors",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Bank",
+    "BankNotFoundError",
+    "BankProfile",
+    "Disposition",
+    "Document",
+    "EmbedderMismatchError",
+    "EmptyExtractionError",
+    "Entity",
+    "EntityType",
+    "ExtractionError",
+    "Hindsight",
+    "HindsightError",
+    "InvalidInputError",
+    "LLMError",
+    "Link",
+    "LinkType",
+    "Memory",
+    "Message",
+    "Network",
+    "Recall",
+    "RecallTrace",
+    "RetainResult",
+    "Settings",
+    "StoreError",
+    "TimeRange",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .bank import Bank

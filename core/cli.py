@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(levelname)s %(name)s: %(message)s")
     if not hasattr(args, "func"):
-        parser.print_help(sys.stderr)
+        getattr(args, "help_parser", parser).print_help(sys.stderr)
         return EXIT_ERROR
 
     from .errors import HindsightError
@@ -83,21 +83,15 @@ def main(argv: list[str] | None = None) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (``reflect`` is only offered once ``Bank.reflect`` exists)."""
-    # Global options are accepted before or after the subcommand: the subparsers share them with
-    # SUPPRESS defaults so that a value given before the subcommand is not overwritten.
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--path", default=argparse.SUPPRESS,
-                        help="memory directory (default: $HINDSIGHT_PATH or ./memory)")
-    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print machine-readable JSON on stdout and nothing else")
-    common.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS,
-                        help="log progress to stderr")
-
+    # Global options are accepted before or after the subcommand. The subparsers get their own copies
+    # with SUPPRESS defaults (parents share action objects, so one copy cannot serve both), so that a
+    # value given before the subcommand is not overwritten by a subparser default.
     parser = argparse.ArgumentParser(
-        prog="hindsight", parents=[common],
+        prog="hindsight", parents=[_global_options(argparse.SUPPRESS)],
         description="Hindsight Memory: long-term memory that retains, recalls and reflects.",
     )
     parser.set_defaults(path=None, json=False, verbose=False)
+    common = _global_options(argparse.SUPPRESS)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     p = sub.add_parser("retain", parents=[common], help="store a text, a message list or a conversation",
@@ -143,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmarks")
+    p.set_defaults(help_parser=p)  # "hindsight bench" alone shows the benchmarks, not the top-level help
     bench = p.add_subparsers(title="benchmarks", metavar="BENCHMARK")
     p = bench.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets")
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
@@ -201,8 +196,7 @@ def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
                 (tqdm.write if many else print)(line)
                 for warning in res.warnings:
                     print(f"  warning: {warning}", file=sys.stderr)
-    totals = {k: sum(len(d[k]) if isinstance(d[k], list) else d[k] for d in documents)
-              for k in ("memories", "links")}
+    totals = {k: sum(d[k] for d in documents) for k in ("memories", "links")}
     if not args.json:
         if many:
             print(f"total: {len(documents)} documents, {_plural(totals['memories'], 'memory', 'memories')}, "
@@ -406,6 +400,17 @@ def when(m: Memory) -> str:
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
+def _global_options(default: Any) -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--path", default=default,
+                         help="memory directory (default: $HINDSIGHT_PATH or ./memory)")
+    options.add_argument("--json", action="store_true", default=default,
+                         help="print machine-readable JSON on stdout and nothing else")
+    options.add_argument("-v", "--verbose", action="store_true", default=default,
+                         help="log progress to stderr")
+    return options
+
+
 def _store_path(args: argparse.Namespace) -> Path:
     return Path(args.path or os.environ.get("HINDSIGHT_PATH") or "memory")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -31,8 +31,8 @@ class Embedder(Protocol):
 class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded lazily, once per process and model path."""
 
-    _cache: dict[str, Any] = {}
-    _cache_lock = threading.Lock()
+    _cache: ClassVar[dict[str, Any]] = {}
+    _cache_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, model_path: str | None = None, *, name: str | None = None, batch_size: int = 64) -> None:
         self._model_path = model_path

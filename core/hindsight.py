@@ -99,7 +99,9 @@ class Hindsight:
         if isinstance(vectors, str) or vectors is None:
             if vectors is None:
                 index: VectorIndex = (
-                    ChromaVectorIndex.persistent(root / "vectors") if root is not None else ChromaVectorIndex.ephemeral()
+                    ChromaVectorIndex.persistent(root / "vectors")
+                    if root is not None
+                    else ChromaVectorIndex.ephemeral()
                 )
             elif vectors == "memory":
                 index = ChromaVectorIndex.ephemeral()
@@ -154,7 +156,8 @@ class Hindsight:
         profile = self.store.get_bank(bank_id)
         if profile is None:
             if not create:
-                raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {[b.id for b in self.store.list_banks()][:20]}")
+                known = [b.id for b in self.store.list_banks()][:20]
+                raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {known}")
             profile = self.store.create_bank(
                 BankProfile(id=bank_id, name=name or bank_id, background=background or "",
                             disposition=disposition or Disposition())

@@ -12,9 +12,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from hypothesis import settings  # noqa: E402
-
-from hindsight_core import Hindsight  # noqa: E402
+from hindsight_core import Hindsight
+from hypothesis import settings
 
 # Model and tokenizer loading make first calls slow; timing belongs in benchmarks, not in tests.
 settings.register_profile("hindsight", deadline=None, max_examples=100)

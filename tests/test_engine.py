@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-
 from hindsight_core import (
     BankNotFoundError,
     EmbedderMismatchError,
@@ -46,7 +45,8 @@ def test_relative_dates_in_messages_become_occurrence_ranges(hs: Hindsight, conv
     assert yesterday.occurred_start is not None and yesterday.occurred_start.date().isoformat() == "2023-05-07"
     assert yesterday.mentioned_at == T0
     last_week = result.memories[1]
-    assert last_week.occurred_start is not None and last_week.occurred_start.date().isoformat() == "2023-05-01"  # Mon 1 - Sun 7 May
+    # 8 May 2023 is a Monday: "last week" is Monday 1 to Sunday 7 May.
+    assert last_week.occurred_start is not None and last_week.occurred_start.date().isoformat() == "2023-05-01"
 
 
 def test_recall_finds_the_answer_with_sources_and_trace(hs: Hindsight, conversation: list[dict]) -> None:
@@ -81,8 +81,10 @@ def test_budget_limits_tokens_exactly(hs: Hindsight, conversation: list[dict]) -
 
 def test_time_constraint_in_query_uses_reference_time(hs: Hindsight) -> None:
     bank = hs.bank("b")
-    bank.retain([{"speaker": "Ann", "text": "I went hiking in the Alps.", "id": "a"}], timestamp="2024-06-03", extract=False)
-    bank.retain([{"speaker": "Ann", "text": "I went hiking in Norway.", "id": "b"}], timestamp="2024-07-10", extract=False)
+    alps = [{"speaker": "Ann", "text": "I went hiking in the Alps.", "id": "a"}]
+    norway = [{"speaker": "Ann", "text": "I went hiking in Norway.", "id": "b"}]
+    bank.retain(alps, timestamp="2024-06-03", extract=False)
+    bank.retain(norway, timestamp="2024-07-10", extract=False)
     rec = bank.recall("Where did Ann go hiking last week?", reference_time="2024-07-15", trace=True)
     assert rec.trace is not None and rec.trace.time_range is not None
     assert rec.trace.time_range.start.date().isoformat() == "2024-07-08"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from hindsight_core.recall.fusion import reciprocal_rank_fusion
 from hindsight_core.recall.packing import pack
 from hindsight_core.tokens import count_tokens
+from hypothesis import given
+from hypothesis import strategies as st
 
 
 def test_rrf_matches_the_formula() -> None:
@@ -51,7 +50,7 @@ def test_pack_never_exceeds_budget_and_counts_exactly(items: list[str], budget: 
 
 @given(texts, st.integers(min_value=0, max_value=400))
 def test_pack_is_greedy(items: list[str], budget: int) -> None:
-    chosen, used = pack(((i, t) for i, t in enumerate(items)), budget, count_tokens)
+    chosen, _ = pack(((i, t) for i, t in enumerate(items)), budget, count_tokens)
     picked = {i for i, _ in chosen}
     # Every skipped item was too large for what was left when its turn came.
     running = 0

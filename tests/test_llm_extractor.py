@@ -299,6 +299,22 @@ def test_dates_resolve_against_the_source_message_time_not_the_document_time() -
     assert fact.text == "Melanie took her kids to a pottery workshop yesterday (19 June 2023)."
 
 
+@pytest.mark.parametrize(("start", "end"), [("", ""), ("2023-05-08", "2023-05-08"), ("2023-05-08", "")])
+def test_a_relative_phrase_in_the_fact_beats_a_copied_message_date(start: str, end: str) -> None:
+    answer = _answer(_fact("Caroline went to a support group yesterday.", ["D1:1"], start=start, end=end))
+    (fact,) = LLMExtractor(ScriptedLLM([answer])).extract(_msgs(), document_time=T0)
+    assert fact.occurred_start == datetime(2023, 5, 7, tzinfo=UTC)
+    assert fact.occurred_end == datetime(2023, 5, 7, 23, 59, 59, tzinfo=UTC)
+    assert fact.text == "Caroline went to a support group yesterday (7 May 2023)."
+
+
+def test_a_model_date_that_differs_from_the_message_date_is_kept() -> None:
+    answer = _answer(_fact("Caroline went to a support group last week.", ["D1:1"], start="2023-05-03"))
+    (fact,) = LLMExtractor(ScriptedLLM([answer])).extract(_msgs(), document_time=T0)
+    assert fact.occurred_start == datetime(2023, 5, 3, tzinfo=UTC)
+    assert fact.text == "Caroline went to a support group last week (1-7 May 2023)."
+
+
 # ---------------------------------------------------------------------------------------------------------
 # failures and retries
 # ---------------------------------------------------------------------------------------------------------
@@ -320,6 +336,17 @@ def test_facts_failing_validation_are_retried() -> None:
     assert len(facts) == 4
     assert len(llm.calls) == 2
     assert "empty" in llm.calls[1].user
+
+
+def test_a_looping_answer_is_retried_and_kept_if_retries_do_not_help() -> None:
+    loop = _answer(*[_fact("Melanie is running a charity race.", ["D1:2"])] * 5)
+    llm = ScriptedLLM([loop, GOOD])
+    assert len(LLMExtractor(llm).extract(_msgs(), document_time=T0)) == 4
+    assert "repeated" in llm.calls[1].user
+
+    llm = ScriptedLLM([loop, loop, "broken"])
+    facts = LLMExtractor(llm, max_retries=2).extract(_msgs(), document_time=T0)
+    assert [f.text for f in facts] == ["Melanie is running a charity race."]
 
 
 def test_retries_exhausted_raise_extraction_error_with_raw_output() -> None:

@@ -1,4 +1,5 @@
-"""Real local models via llama.cpp (xllamacpp); marked ``llm``, skipped when runtime or weights are absent.
+"""Real local models via llama.cpp (xllamacpp); marked ``llm``. The test command installs runtime and weights,
+so a missing one is a failure here, not a skip.
 
 SmolLM2-135M (fast, nonsense content, valid JSON) covers the plumbing; a Qwen model covers one content check.
 Generation budgets are kept tiny so the module runs in well under a minute on 2 CPU cores.
@@ -14,7 +15,6 @@ from collections.abc import Iterator
 from typing import Literal
 
 import pytest
-from hindsight_core.errors import LLMError
 from hindsight_core.llm import (
     LLM,
     LOCAL_MODELS,
@@ -28,19 +28,16 @@ from hindsight_core.llm import (
     get_local_server,
     shutdown_local_servers,
 )
+from langchain_openai import ChatOpenAI
 from pydantic import BaseModel, Field
 
 pytestmark = pytest.mark.llm
 
-pytest.importorskip("xllamacpp", reason="the local LLM runtime (xllamacpp) is not installed")
 
 
 def _require_model(name: str) -> None:
-    """Skip (not fail) when a model's chunk packages are not installed; assembles the GGUF otherwise."""
-    try:
-        ensure_gguf(LOCAL_MODELS[name])
-    except LLMError as exc:
-        pytest.skip(f"{name} weights not installed: {exc}")
+    """Assemble (once) and verify the model's GGUF; raises LLMError naming the pip command if absent."""
+    ensure_gguf(LOCAL_MODELS[name])
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -62,6 +59,8 @@ class Fruits(BaseModel):
 
 
 class Person(BaseModel):
+    """One team member."""
+
     name: str
     role: Literal["engineer", "doctor", "teacher", "other"]
 
@@ -73,6 +72,8 @@ class Team(BaseModel):
 
 
 class Place(BaseModel):
+    """Where someone lives."""
+
     city: str = Field(description="the city the person lives in now")
 
 
@@ -153,8 +154,7 @@ def test_default_llm_against_local_endpoint(smol: LocalLLM, monkeypatch: pytest.
 
 
 def test_langchain_chat_openai_adapter(smol: LocalLLM) -> None:
-    chat_openai = pytest.importorskip("langchain_openai").ChatOpenAI
-    chat = chat_openai(base_url=smol.server.openai_base_url, api_key="x", model="smollm2-135m", max_retries=0)
+    chat = ChatOpenAI(base_url=smol.server.openai_base_url, api_key="x", model="smollm2-135m", max_retries=0)
     llm = ChatModelLLM(chat)
     out = llm.generate(FRUIT_PROMPT, Fruits, max_tokens=64)
     assert isinstance(out, Fruits) and len(out.fruits) <= 3
@@ -165,8 +165,7 @@ def test_langchain_chat_openai_adapter(smol: LocalLLM) -> None:
 
 
 async def test_langchain_chat_openai_adapter_async(smol: LocalLLM) -> None:
-    chat_openai = pytest.importorskip("langchain_openai").ChatOpenAI
-    chat = chat_openai(base_url=smol.server.openai_base_url, api_key="x", model="smollm2-135m", max_retries=0)
+    chat = ChatOpenAI(base_url=smol.server.openai_base_url, api_key="x", model="smollm2-135m", max_retries=0)
     out = await ChatModelLLM(chat).agenerate(FRUIT_PROMPT, Fruits, max_tokens=64)
     assert len(out.fruits) <= 3
 

@@ -1,13 +1,15 @@
 """LLM fact extractor (paper section 4.1.2): narrative facts with time ranges, networks, entities and causes.
 
-The messages of a document are cut into small windows ("exchanges", about ``chunk_messages`` messages) so a
-small local model (Qwen2.5-Coder-1.5B through llama.cpp) can handle one window per call. Each call asks for
-schema-constrained JSON; everything the model says is then checked and normalised here, because a 1.5B
-model gets ids, dates and enum values wrong often enough that trusting it would corrupt provenance.
+The messages of a document are cut into small windows ("exchanges", about ``chunk_messages`` messages,
+balanced, and split further when a prompt would exceed ``token_budget``) so a small local model
+(Qwen2.5-Coder-1.5B through llama.cpp) handles one window per call. Each call asks for schema-constrained
+JSON; everything the model says is then checked and normalised here, because a 1.5B model gets ids, dates
+and enum values wrong often enough that trusting it would corrupt provenance.
 
 Prompt layout (one call per window)::
 
-    system: rules for narrative facts + a guide to the (short) JSON field names + one worked example
+    system: rules (2-5 narrative facts per exchange, names not pronouns, dates only when stated)
+            + a guide to the short JSON keys + two worked examples unrelated to any data set
     user:   Reference time: 2023-05-08 13:56 UTC (Monday)
             Context: <caller context, optional, truncated>
             Earlier message, for pronouns only: [D1:2] (2023-05-08 13:55) Melanie: ...
@@ -16,26 +18,37 @@ Prompt layout (one call per window)::
             ...
             Return the facts as JSON.
 
-Post-processing rules (each documented where it is implemented):
+The "earlier message" is the previous window's last message, shown (truncated) so that "she"/"that" at the
+start of a window can be resolved; it is never a valid source of this window's facts.
 
-* **Sources.** Only ids of the window's own messages count (ids are matched after stripping brackets,
-  whitespace and case). Invented ids, and the id of the earlier context message, are dropped. A fact left
-  without a valid source is attributed by lexical overlap: the window messages sharing the most content
-  words with the fact (plus a bonus when the fact names the speaker) become its sources; with no overlap
-  at all, every message of the window is listed (the fact certainly came from that window).
-* **Dates.** ``start``/``end`` are parsed as ISO dates, relative expressions ("yesterday", "last week",
-  "3 days ago", "last Friday", ...) resolved against the *source message's* time, then free-form dates
-  via dateparser. Unparseable or absurd dates become None. Only when the model gave nothing at all for
-  both ends does the occurrence default to the source message's time; one given end copies to the other.
-  ``mentioned_at`` is always the earliest source message's time. Relative phrases left in the fact text
-  get the absolute date appended ("yesterday (7 May 2023)").
-* **Enums.** Network values outside world/experience/opinion become world (the extractor never makes
-  observations); unknown entity types become OTHER; causal links with unknown types, to themselves or to
-  indices outside the window's answer are dropped.
+Post-processing rules:
+
+* **Sources.** Only ids of the window's own messages count (matched after stripping brackets, whitespace
+  and case). Invented ids, and the id of the earlier context message, are dropped. A fact left without a
+  valid source is attributed by lexical overlap: the window messages sharing the most content words with
+  the fact (+0.5 when the fact names the speaker; at most 3 tied) become its sources; with no overlap at
+  all, every message of the window is listed (the fact certainly came from that window). Messages
+  without an id are shown as ``[m<position>]`` and cannot be cited.
+* **Dates.** ``start``/``end`` are parsed as ISO dates (``YYYY-MM`` and ``YYYY`` become month/year
+  ranges), relative expressions ("yesterday", "last week", "3 days ago", "last Friday") resolved against
+  the *source message's* time, then free-form dates via dateparser. Unparseable or absurd dates (before
+  1800, 50+ years after the message, 1970-01-01 placeholders) become None. Only when the model gave
+  nothing for either end does the occurrence default to the source message's time; one given end copies
+  to the other; reversed ends are swapped. If the fact text holds a relative phrase ("yesterday") while
+  the model gave no date or merely copied the message date, the phrase wins. ``mentioned_at`` is always
+  the earliest source message's time. Relative phrases left in the text get the absolute date appended
+  ("yesterday (7 May 2023)").
+* **Networks and enums.** Values outside world/experience/opinion become world (the extractor never makes
+  observations); experience/opinion are kept only for the agent's own voice (first person, or an
+  assistant speaker), else world. Opinion confidence defaults to 0.5, "80" reads as 0.8. Unknown entity
+  types become OTHER; pronoun and role-name entities are dropped; participants are added as PERSON
+  entities. Causal links with unknown types, to themselves or outside the window's answer are dropped;
+  indices are remapped to document positions (``position`` runs over the whole document).
 * **Failures.** A malformed answer, or one whose facts all fail validation (e.g. empty text), is retried up
-  to ``max_retries`` times with a short corrective note, then raised as ``ExtractionError`` carrying the
-  raw output. A window that keeps answering zero facts is accepted as empty (greetings happen); if the
-  whole non-empty document yields zero facts, ``EmptyExtractionError`` is raised.
+  to ``max_retries`` times (corrective note, temperature 0.3), then raised as ``ExtractionError`` with the
+  raw output. Empty or looping (mostly duplicate) answers are retried too, and then accepted as they are
+  (a window of greetings has no facts); if the whole non-empty document yields zero facts,
+  ``EmptyExtractionError`` is raised. Other ``LLMError`` s (backend down) propagate unchanged.
 """
 
 from __future__ import annotations
@@ -93,6 +106,7 @@ def _strict_schema(schema: dict[str, Any]) -> None:
         prop.pop("default", None)
     schema["required"] = list(props)
     schema["additionalProperties"] = False
+    schema.pop("title", None)
 
 
 _SCHEMA_CONFIG = ConfigDict(extra="ignore", json_schema_extra=_strict_schema)
@@ -233,41 +247,64 @@ def _output_model(max_facts: int) -> type[BaseModel]:
 # Prompt
 # --------------------------------------------------------------------------------------------------------
 
-# The worked example deliberately shares nothing with real data sets (small models copy examples).
-_EXAMPLE_MESSAGE = "[S2:5] (2024-03-11 09:10) Tom: My sister Ana started at Google last week, she's thrilled."
-_EXAMPLE_FACT = {
-    "text": "Tom's sister Ana started working at Google in the week of 4 March 2024 and is thrilled.",
-    "src": ["S2:5"],
-    "net": "world",
-    "start": "2024-03-04",
-    "end": "2024-03-10",
-    "conf": 0,
-    "who": ["Tom", "Ana"],
-    "ents": [{"name": "Ana", "type": "PERSON"}, {"name": "Google", "type": "ORGANIZATION"}],
-    "rel": [],
-}
+# The worked examples deliberately share nothing with real data sets (small models copy examples); the
+# second one shows that a fact without a stated time gets no date.
+_EXAMPLE_MESSAGES = (
+    "[S2:5] (2024-03-11 09:10) Tom: My sister Ana started at Google last week, she's thrilled.\n"
+    "[S2:6] (2024-03-11 09:12) Lea: Congrats to her! I love hiking with my dog Max."
+)
+_EXAMPLE_FACTS = (
+    {
+        "text": "Tom's sister Ana started working at Google in the week of 4 March 2024 and is thrilled.",
+        "src": ["S2:5"],
+        "net": "world",
+        "start": "2024-03-04",
+        "end": "2024-03-10",
+        "conf": 0,
+        "who": ["Tom", "Ana"],
+        "ents": [{"name": "Ana", "type": "PERSON"}, {"name": "Google", "type": "ORGANIZATION"}],
+        "rel": [],
+    },
+    {
+        "text": "Lea loves hiking with her dog Max.",
+        "src": ["S2:6"],
+        "net": "world",
+        "start": "",
+        "end": "",
+        "conf": 0,
+        "who": ["Lea"],
+        "ents": [{"name": "Lea", "type": "PERSON"}, {"name": "Max", "type": "OTHER"}],
+        "rel": [],
+    },
+)
 
 _SYSTEM_PROMPT = """You turn conversation messages into facts for a long-term memory.
-Write 2-5 facts per exchange (a message and its replies), at most {max_facts} in all, covering every \
-message that tells something: events, plans, feelings, preferences, relationships. Each fact is one \
-self-contained sentence that says who did what: use names instead of pronouns (no "I", "you", "she"), \
-absolute dates ("on 7 May 2023", never "yesterday"), and keep details (places, numbers, reasons). Skip \
-greetings and small talk. Use only what the messages say.
+Rules:
+- Write 2-5 facts per exchange (a message and its replies), at most {max_facts} in all. Cover every \
+message that tells something: events, plans, feelings, preferences, relationships. Skip greetings and \
+small talk.
+- Each fact is one self-contained sentence about what a person did, plans, thinks or feels. Credit the \
+speaker who said it, not the listener. Use names, never "I", "you", "she". Keep details (places, \
+numbers, reasons).
+- Give a date only when the message says when it happened: turn "yesterday", "last week" etc. into \
+dates using the message date. Otherwise leave start and end "".
+- Use only what the messages say.
 Fields:
 - text: the fact.
 - src: ids of the messages it comes from, copied from the [brackets].
 - net: "world" for facts about people and the world (the usual case); "experience" only for what the \
 assistant (the AI whose memory this is) did itself, written as "I ..."; "opinion" only for a belief the \
 assistant holds.
-- start, end: when it happened, as YYYY-MM-DD; resolve "yesterday", "last week" etc. from the message \
-date; "" if unknown.
+- start, end: YYYY-MM-DD or "".
 - conf: confidence of an opinion, 0 to 1; 0 otherwise.
 - who: people involved.
 - ents: named people, organizations, places, products and concepts, with their type.
 - rel: causal links to other facts of your answer by 0-based index, type causes, caused_by, enables or \
 prevents.
-Example message: {example_message}
-Example fact: {example_fact}"""
+Example messages:
+{example_messages}
+Example facts:
+{example_facts}"""
 
 
 def _fmt_time(ts: datetime) -> str:
@@ -484,6 +521,15 @@ def _fmt_range(rng: DateRange) -> str:
     return f"{_fmt_day(start)} - {_fmt_day(end)}"
 
 
+def _relative_in_text(text: str, ref: datetime) -> DateRange | None:
+    """The date range of the first relative time phrase in ``text`` ("yesterday", "last week"), if any."""
+    for m in _RELATIVE_IN_TEXT.finditer(text):
+        rng = _relative_range(m.group(0), ref.date())
+        if rng is not None:
+            return rng
+    return None
+
+
 def _annotate_relative(text: str, ref: datetime) -> str:
     """Append the absolute date to relative phrases the model left in the fact ("yesterday (7 May 2023)")."""
 
@@ -561,6 +607,12 @@ class _ChunkResult:
     drafts: list[_Draft]
     local_index: dict[int, int]  # raw answer index -> index into drafts (duplicates share one)
     raw: str
+    duplicates: int = 0
+
+    @property
+    def looped(self) -> bool:
+        """The model mostly repeated itself (a degenerate loop worth one more try)."""
+        return self.duplicates >= 2 and self.duplicates >= len(self.drafts)
 
 
 @dataclass
@@ -628,8 +680,8 @@ class LLMExtractor:
         self.max_output_tokens = _TOKENS_PER_FACT * max_facts_per_chunk + 32
         self._system = _SYSTEM_PROMPT.format(
             max_facts=max_facts_per_chunk,
-            example_message=_EXAMPLE_MESSAGE,
-            example_fact=json.dumps(_EXAMPLE_FACT, separators=(",", ":")),
+            example_messages=_EXAMPLE_MESSAGES,
+            example_facts="\n".join(json.dumps(f, separators=(",", ":")) for f in _EXAMPLE_FACTS),
         )
         self._schema_json = json.dumps(self.schema.model_json_schema(), separators=(",", ":"))
         fixed = self.count_tokens(self._system) + self.count_tokens(self._schema_json) + 80
@@ -788,7 +840,7 @@ class LLMExtractor:
         note: str | None = None
         outcome = _ChunkOutcome()
         reason = ""
-        empty_result: _ChunkResult | None = None
+        best: _ChunkResult | None = None  # the best valid-but-unsatisfying answer (empty or looping)
         for attempt in range(self.max_retries + 1):
             # Retry at a little temperature as well: a deterministic model repeats its mistake.
             reply = yield _Request(self.build_prompt(chunk, note), 0.0 if attempt == 0 else 0.3)
@@ -802,21 +854,23 @@ class LLMExtractor:
                 except _Rejected as rejected:
                     reason = str(rejected)
                 else:
-                    if result.drafts:
+                    if result.drafts and not result.looped:
                         outcome.raws.append(raw)
                         outcome.result = result
                         return outcome
-                    empty_result = result
-                    reason = "no facts were returned"
+                    if best is None or len(result.drafts) > len(best.drafts):
+                        best = result
+                    reason = "the same fact was repeated" if result.drafts else "no facts were returned"
             outcome.raws.append(raw)
             note = (
-                f"Your previous answer was rejected: {reason[:200]}. Answer again with valid JSON and at "
-                "least one fact with non-empty text and src ids from the [brackets]."
+                f"Your previous answer was rejected: {reason[:200]}. Answer again with valid JSON: different "
+                "facts with non-empty text and src ids from the [brackets]."
             )
-        if empty_result is not None:
-            # Valid but empty at least once and never any facts: accept (a window of greetings has none);
-            # the document level raises EmptyExtractionError if nothing at all was found.
-            outcome.result = empty_result
+        if best is not None:
+            # Valid but empty (a window of greetings has no facts) or repetitive (its distinct facts are
+            # still good) on every try: accept it. The document level raises EmptyExtractionError if
+            # nothing at all was found.
+            outcome.result = best
             return outcome
         outcome.error = ExtractionError(
             f"LLM extraction failed for {chunk.describe()} after {self.max_retries + 1} attempt(s) with "
@@ -879,6 +933,7 @@ class LLMExtractor:
         drafts: list[_Draft] = []
         local_index: dict[int, int] = {}
         seen_text: dict[str, int] = {}
+        duplicates = 0
         problems: list[str] = []
         for i, item in enumerate(facts):
             text = " ".join(item.text.split())
@@ -888,13 +943,14 @@ class LLMExtractor:
             key = re.sub(r"\W+", " ", text.lower()).strip()
             if key in seen_text:  # small models repeat themselves; keep the first copy
                 local_index[i] = seen_text[key]
+                duplicates += 1
                 continue
             draft = self._draft(item, text, chunk, by_id)
             seen_text[key] = local_index[i] = len(drafts)
             drafts.append(draft)
         if facts and not drafts:
             raise _Rejected("; ".join(problems[:3]))
-        return _ChunkResult(drafts, local_index, raw)
+        return _ChunkResult(drafts, local_index, raw, duplicates)
 
     def _draft(self, item: _Fact, text: str, chunk: ExtractionWindow, by_id: dict[str, _Line]) -> _Draft:
         # Sources: only ids of this window's messages; the earlier context line and inventions are dropped.
@@ -914,6 +970,17 @@ class LLMExtractor:
         gave_end = end_raw.lower() not in _BLANK_DATES
         start_rng = _parse_range(start_raw, mentioned) if gave_start else None
         end_rng = _parse_range(end_raw, mentioned) if gave_end else None
+        said = _relative_in_text(text, mentioned)
+        today = (mentioned.date(), mentioned.date())
+        if (
+            said is not None
+            and said != today
+            and all(rng == today for rng, gave in ((start_rng, gave_start), (end_rng, gave_end)) if gave)
+        ):
+            # The fact itself says "yesterday"/"last week" but the model gave no date or just copied the
+            # message date (a common small-model slip): the phrase in the text is the better evidence.
+            start_rng = end_rng = said
+            gave_start = gave_end = True
         start = _day_start(start_rng[0]) if start_rng and _plausible(start_rng[0], mentioned) else None
         end = _day_end(end_rng[1]) if end_rng and _plausible(end_rng[1], mentioned) else None
         if not gave_start and not gave_end:

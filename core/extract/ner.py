@@ -31,9 +31,11 @@ _LABELS: dict[str, EntityType] = {
 # Capitalised word runs not at the start of a sentence: a crude but dependency-free fallback.
 _CAPS = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _COMMON_CAPS = frozenset(
-    "I Im I'm Hey Hi Hello Thanks Thank Yes No Oh Wow Yeah Sure Okay Ok Great Good Nice The A An And But So "
-    "Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May June July "
-    "August September October November December Mr Mrs Ms Dr".split()
+    """
+    I Im I'm Hey Hi Hello Thanks Thank Yes No Oh Wow Yeah Sure Okay Ok Great Good Nice The A An And
+    But So Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April May
+    June July August September October November December Mr Mrs Ms Dr
+    """.split()
 )
 
 

@@ -82,10 +82,10 @@ def graph(
 ) -> list[tuple[str, float]]:
     """Spreading activation from seed units: ``A(v) = max over edges of A(u) * w * delta * mu(type)``.
 
-    Seeds start with their semantic similarity. Returns activated units other than the seeds, best first.
+    Seeds start with their retrieval score. The seeds stay in the ranking: leaving them out would hand
+    their neighbours an extra vote in the fusion and push the best direct hits below them.
     """
     activation: dict[str, float] = {sid: max(score, 0.0) for sid, score in seeds}
-    seed_ids = set(activation)
     frontier = dict(activation)
     mu = settings.link_multipliers
     for _ in range(settings.graph_hops):
@@ -103,5 +103,5 @@ def graph(
                 nxt[edge.target_id] = value
         # Only the strongest part of the frontier spreads further: bounds the work per hop.
         frontier = dict(sorted(nxt.items(), key=lambda kv: -kv[1])[: settings.graph_k])
-    ranked = sorted(((i, a) for i, a in activation.items() if i not in seed_ids), key=lambda kv: -kv[1])
+    ranked = sorted(activation.items(), key=lambda kv: -kv[1])
     return ranked[: settings.graph_k]

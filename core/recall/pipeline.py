@@ -6,8 +6,8 @@ import asyncio
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from itertools import chain, islice
 from datetime import datetime
+from itertools import chain, islice
 from typing import Any
 
 from ..config import RecallSettings

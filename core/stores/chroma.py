@@ -7,6 +7,7 @@ and dimension; opening it with another embedder is an error rather than silently
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -169,10 +170,9 @@ class ChromaVectorIndex:
         """Remove the bank's collection (no error if it never existed)."""
         with self._lock:
             self._collections.pop(bank_id, None)
-            try:
+            # chromadb raises NotFoundError or ValueError for a missing collection, by client type
+            with contextlib.suppress(Exception):
                 self.client.delete_collection(collection_name(bank_id))
-            except Exception:  # chromadb raises NotFoundError/ValueError depending on client type
-                pass
 
     def count(self, bank_id: str) -> int:
         """Number of vectors in the bank's collection."""

