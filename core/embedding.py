@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -72,6 +73,10 @@ class SentenceTransformerEmbedder:
             with self._cache_lock:
                 model = self._cache.get(path)
                 if model is None:
+                    # Idle OpenMP workers spin by default; on a small machine shared with an LLM server or
+                    # other work that turns a 15 ms query embedding into 700 ms. Must be set before torch's
+                    # first parallel region, so it is set here, just before the model is loaded.
+                    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                     from sentence_transformers import SentenceTransformer
 
                     model = SentenceTransformer(path, device="cpu", local_files_only=True)

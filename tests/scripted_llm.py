@@ -120,12 +120,8 @@ class ScriptedLLM:
             try:
                 return schema.model_validate_json(response)
             except ValidationError as exc:
-                raise MalformedOutputError(
-                    f"scripted output does not match {schema.__name__}", raw=response
-                ) from exc
+                raise MalformedOutputError(f"scripted output does not match {schema.__name__}", raw=response) from exc
         try:
             return schema.model_validate(response)
         except ValidationError as exc:
-            raise MalformedOutputError(
-                f"scripted output does not match {schema.__name__}", raw=str(response)
-            ) from exc
+            raise MalformedOutputError(f"scripted output does not match {schema.__name__}", raw=str(response)) from exc

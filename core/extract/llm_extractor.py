@@ -83,6 +83,9 @@ _TOKENS_PER_FACT = 170
 _MAX_CONTEXT_CHARS = 600
 _MAX_PREVIOUS_CHARS = 300
 _MIN_FACT_CHARS = 8
+# Word-set Jaccard at or above which two facts of one answer count as the same fact. Numbers are words
+# here, so "on 7 May" and "on 14 May" versions of a short fact stay apart.
+_NEAR_DUPLICATE = 0.85
 
 _NETWORKS = ("world", "experience", "opinion")
 _ENTITY_TYPES = tuple(t.value for t in EntityType)
@@ -309,11 +312,7 @@ Example facts:
 
 def _fmt_time(ts: datetime) -> str:
     # Date-only inputs (midnight) are shown as dates: a fake "00:00" invites wrong "tonight" readings.
-    return (
-        ts.strftime("%Y-%m-%d")
-        if (ts.hour, ts.minute, ts.second) == (0, 0, 0)
-        else ts.strftime("%Y-%m-%d %H:%M")
-    )
+    return ts.strftime("%Y-%m-%d") if (ts.hour, ts.minute, ts.second) == (0, 0, 0) else ts.strftime("%Y-%m-%d %H:%M")
 
 
 def _default_count_tokens(text: str) -> int:
@@ -574,9 +573,7 @@ class _Line:
     index: int  # position of the message in the input
 
     def render(self, max_chars: int | None = None) -> str:
-        text = (
-            self.text if max_chars is None or len(self.text) <= max_chars else self.text[:max_chars] + "..."
-        )
+        text = self.text if max_chars is None or len(self.text) <= max_chars else self.text[:max_chars] + "..."
         return f"[{self.label}] ({_fmt_time(self.time)}) {self.speaker}: {text}"
 
 
@@ -776,9 +773,7 @@ class LLMExtractor:
         if chunk.context:
             parts.append(f"Context: {chunk.context}")
         if chunk.previous is not None:
-            parts.append(
-                "Earlier message, for pronouns only: " + chunk.previous.render(max_chars=_MAX_PREVIOUS_CHARS)
-            )
+            parts.append("Earlier message, for pronouns only: " + chunk.previous.render(max_chars=_MAX_PREVIOUS_CHARS))
         parts.append("Messages:")
         parts.extend(line.render() for line in chunk.lines)
         parts.append(note or "Return the facts as JSON.")
@@ -932,7 +927,7 @@ class LLMExtractor:
                 by_id.setdefault(_norm_id(line.msg_id), line)
         drafts: list[_Draft] = []
         local_index: dict[int, int] = {}
-        seen_text: dict[str, int] = {}
+        seen_words: list[frozenset[str]] = []
         duplicates = 0
         problems: list[str] = []
         for i, item in enumerate(facts):
@@ -940,14 +935,17 @@ class LLMExtractor:
             if len(text) < _MIN_FACT_CHARS or not re.search(r"[A-Za-z]", text):
                 problems.append(f"fact {i} has empty or meaningless text")
                 continue
-            key = re.sub(r"\W+", " ", text.lower()).strip()
-            if key in seen_text:  # small models repeat themselves; keep the first copy
-                local_index[i] = seen_text[key]
+            words = frozenset(re.findall(r"\w+", text.lower()))
+            twin = next((k for k, seen in enumerate(seen_words) if _jaccard(words, seen) >= _NEAR_DUPLICATE), None)
+            if twin is not None:
+                # Small models repeat themselves, often with one word swapped ("with their mom", "... dad"):
+                # keep the first copy; relations to a copy point at the kept fact.
+                local_index[i] = twin
                 duplicates += 1
                 continue
-            draft = self._draft(item, text, chunk, by_id)
-            seen_text[key] = local_index[i] = len(drafts)
-            drafts.append(draft)
+            local_index[i] = len(drafts)
+            seen_words.append(words)
+            drafts.append(self._draft(item, text, chunk, by_id))
         if facts and not drafts:
             raise _Rejected("; ".join(problems[:3]))
         return _ChunkResult(drafts, local_index, raw, duplicates)
@@ -1085,6 +1083,10 @@ _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
 def _agent_voice(text: str, lines: list[_Line]) -> bool:
     """Whether a fact can be the agent's own: written in the first person or said by the assistant."""
     return bool(_FIRST_PERSON.search(text)) or any(ln.speaker.lower() in _AGENT_ROLES for ln in lines)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
 
 
 def _dedupe(values: Any) -> list[str]:
