@@ -45,6 +45,15 @@ def vector_metadata(memory: Memory) -> dict[str, Any]:
     return meta
 
 
+def search_contexts(units: list[Memory]) -> dict[str, str]:
+    """Each unit's neighbours in document order (previous and next), for the keyword channel's context column."""
+    out: dict[str, str] = {}
+    for i, unit in enumerate(units):
+        parts = [units[j].text for j in (i - 1, i + 1) if 0 <= j < len(units)]
+        out[unit.id] = " ".join(parts)
+    return out
+
+
 class RetainPipeline:
     """Runs retain for any bank of one ``Hindsight`` instance."""
 
@@ -142,6 +151,7 @@ class RetainPipeline:
             batch = UnitBatch(
                 units=units,
                 positions={u.id: f.position for u, f in zip(units, facts, strict=True)},
+                contexts=search_contexts(units),
                 new_entities=resolution.new_entities,
                 updated_entities=resolution.updated_entities,
                 mentions=resolution.mentions,

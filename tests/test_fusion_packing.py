@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hindsight_core.recall.fusion import reciprocal_rank_fusion
-from hindsight_core.recall.packing import pack
+from hindsight_core.recall.packing import MAX_SKIPS, pack
 from hindsight_core.tokens import count_tokens
 from hypothesis import given
 from hypothesis import strategies as st
@@ -52,15 +52,29 @@ def test_pack_never_exceeds_budget_and_counts_exactly(items: list[str], budget: 
 def test_pack_is_greedy(items: list[str], budget: int) -> None:
     chosen, _ = pack(((i, t) for i, t in enumerate(items)), budget, count_tokens)
     picked = {i for i, _ in chosen}
-    # Every skipped item was too large for what was left when its turn came.
-    running = 0
+    # Every skipped item was too large for what was left when its turn came, until packing stopped
+    # (budget exhausted or MAX_SKIPS consecutive misfits).
+    running, skips = 0, 0
     for i, text in enumerate(items):
+        if budget - running <= 0 or skips >= MAX_SKIPS:
+            assert all(j < i for j in picked)
+            break
         if i in picked:
             running += count_tokens(text)
-        elif budget > running:
+            skips = 0
+        else:
             assert running + count_tokens(text) > budget
+            skips += 1
 
 
 def test_pack_respects_max_items() -> None:
     chosen, _ = pack(((i, "word") for i in range(10)), 1000, count_tokens, max_items=3)
     assert [i for i, _ in chosen] == [0, 1, 2]
+
+
+def test_pack_stops_after_consecutive_misfits() -> None:
+    items = [(0, "one two three")] + [(i, "word " * 50) for i in range(1, 40)] + [(99, "tiny")]
+    chosen, _ = pack(iter(items), 10, count_tokens, max_skips=5)
+    assert [i for i, _ in chosen] == [0]
+    chosen, _ = pack(iter(items), 10, count_tokens, max_skips=100)
+    assert [i for i, _ in chosen] == [0, 99]

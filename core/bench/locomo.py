@@ -24,6 +24,7 @@ from ..recall.packing import pack
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 TOP_K = (5, 10, 25)
 BUDGETS = (500, 1000, 2000)
+LATENCY_BUDGET = 1000
 CONFIGS: dict[str, tuple[str, ...] | None] = {
     "full": None,
     "semantic-only": ("semantic",),
@@ -106,10 +107,16 @@ def run_locomo(
                 n_questions += 1
                 category = CATEGORIES.get(int(qa.get("category", 0)), "other")
                 for name, channels in configs.items():
+                    # Latency is measured on a recall as a user makes it (1,000-token budget) ...
                     t = time.perf_counter()
-                    rec = bank.recall(str(qa["question"]), budget=10**7, max_memories=max(TOP_K) + 100,
-                                      reference_time=reference, channels=channels)
+                    bank.recall(str(qa["question"]), budget=LATENCY_BUDGET, reference_time=reference,
+                                channels=channels)
                     results[name].latencies_ms.append((time.perf_counter() - t) * 1000)
+                    # ... while the metrics come from one recall with an unbounded budget: it returns every
+                    # fused candidate in order, and packing that list reproduces exactly what
+                    # recall(budget=B) returns for each budget below.
+                    rec = bank.recall(str(qa["question"]), budget=10**9, reference_time=reference,
+                                      channels=channels)
                     mems = rec.memories
                     for k in TOP_K:
                         results[name].add(category, f"R@{k}", coverage(evidence, [m.sources for m in mems[:k]]))
@@ -145,7 +152,7 @@ def format_tables(result: dict[str, Any]) -> str:
         f"LoCoMo evidence recall: {result['questions']} questions, {result['units']} units "
         f"(single messages), retain {result['retain_units_per_s'] or 0:.0f} units/s",
         "",
-        "| config | " + " | ".join(metrics) + " | median ms | p95 ms |",
+        "| config | " + " | ".join(metrics) + f" | median ms ({LATENCY_BUDGET} tok) | p95 ms |",
         "|---|" + "---|" * (len(metrics) + 2),
     ]
     for name, cfg in result["configs"].items():

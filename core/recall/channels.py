@@ -46,9 +46,12 @@ def keyword(
     k: int,
     networks: Sequence[Network] | None,
     time_range: TimeRange | None,
+    context_weight: float = 0.5,
 ) -> list[tuple[str, float]]:
-    """BM25 over unit text."""
-    return store.keyword_search(bank_id, query, k, networks=networks, time_range=time_range)
+    """BM25 over unit text and its neighbours' text (down-weighted)."""
+    return store.keyword_search(
+        bank_id, query, k, networks=networks, time_range=time_range, context_weight=context_weight
+    )
 
 
 def temporal(
@@ -82,7 +85,7 @@ def graph(
 ) -> list[tuple[str, float]]:
     """Spreading activation from seed units: ``A(v) = max over edges of A(u) * w * delta * mu(type)``.
 
-    Seeds start with their retrieval score. The seeds stay in the ranking: leaving them out would hand
+    Seeds start with their (normalised) retrieval score. The seeds stay in the ranking: leaving them out would hand
     their neighbours an extra vote in the fusion and push the best direct hits below them.
     """
     activation: dict[str, float] = {sid: max(score, 0.0) for sid, score in seeds}

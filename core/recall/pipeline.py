@@ -90,15 +90,18 @@ class RecallPipeline:
         )
         s = self.settings
 
+        # Keyword search needs no vector: start it before the query embedding.
+        futures: dict[str, Future[list[tuple[str, float]]]] = {}
+        need_keyword = "keyword" in enabled or "graph" in enabled
+        if need_keyword:
+            futures["keyword"] = self.executor.submit(
+                _timed, timings, "keyword_ms", ch.keyword, self.store, bank_id, query, s.keyword_k, nets, window,
+                s.keyword_context_weight,
+            )
         t = time.perf_counter()
         qvec = self.embedder.embed([query])[0]
         timings["embed_ms"] = _ms(t)
 
-        futures: dict[str, Future[list[tuple[str, float]]]] = {}
-        if "keyword" in enabled:
-            futures["keyword"] = self.executor.submit(
-                _timed, timings, "keyword_ms", ch.keyword, self.store, bank_id, query, s.keyword_k, nets, window
-            )
         t = time.perf_counter()
         constraint = self.time_constraint(bank_id, query, ref, qvec) if "temporal" in enabled else None
         timings["time_parse_ms"] = _ms(t)
@@ -109,15 +112,22 @@ class RecallPipeline:
             )
         results: dict[str, list[tuple[str, float]]] = {}
         if "semantic" in enabled or "graph" in enabled:
-            k = s.semantic_k if "semantic" in enabled else s.graph_seeds
-            sem = _timed(timings, "semantic_ms", ch.semantic, self.index, bank_id, qvec, k, nets, window)
-            if "semantic" in enabled:
-                results["semantic"] = sem
-            if "graph" in enabled and sem:
-                graph = _timed(timings, "graph_ms", ch.graph, self.store, bank_id, sem[: s.graph_seeds], s)
-                results["graph"] = graph
+            results["semantic"] = _timed(
+                timings, "semantic_ms", ch.semantic, self.index, bank_id, qvec, s.semantic_k, nets, window
+            )
         for name, fut in futures.items():
             results[name] = fut.result()
+        if "graph" in enabled:
+            # Spreading activation starts from the best direct hits of semantic and keyword together.
+            direct = {n: results[n] for n in ("semantic", "keyword") if n in results}
+            seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=s.channel_weights)
+            seeds = seeds[: s.graph_seeds]
+            if seeds:
+                top = seeds[0][1]
+                results["graph"] = _timed(
+                    timings, "graph_ms", ch.graph, self.store, bank_id, [(i, v / top) for i, v in seeds], s
+                )
+        results = {name: r for name, r in results.items() if name in enabled}
 
         t = time.perf_counter()
         ordered = {name: results[name] for name in CHANNELS if name in results}

@@ -40,6 +40,9 @@ class UnitBatch:
 
     units: list[Memory] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
+    # Text of neighbouring units in the same document, searched by the keyword channel at lower weight:
+    # a reply ("A sunrise, by the lake") is found through the question it answers.
+    contexts: dict[str, str] = field(default_factory=dict)
     new_entities: list[Entity] = field(default_factory=list)
     updated_entities: list[Entity] = field(default_factory=list)
     mentions: list[Mention] = field(default_factory=list)
@@ -156,8 +159,9 @@ class GraphStore(Protocol):
         limit: int,
         networks: Sequence[Network] | None = None,
         time_range: TimeRange | None = None,
+        context_weight: float = 0.5,
     ) -> list[tuple[str, float]]:
-        """Full-text search; (unit id, score) best first, higher is better."""
+        """Full-text search over unit text and (weighted) search context; (unit id, score) best first."""
         ...
 
     def temporal_search(

@@ -51,22 +51,22 @@ CREATE TABLE IF NOT EXISTS units (
     bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
     text TEXT NOT NULL, network TEXT NOT NULL, occurred_start REAL, occurred_end REAL, mentioned_at REAL,
     confidence REAL, sources TEXT NOT NULL, document_id TEXT, position INTEGER NOT NULL DEFAULT 0,
-    metadata TEXT NOT NULL, created_at REAL NOT NULL
+    metadata TEXT NOT NULL, created_at REAL NOT NULL, context TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS units_bank_time ON units (bank_id, occurred_start);
 CREATE INDEX IF NOT EXISTS units_bank_doc ON units (bank_id, document_id, position);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5 (
-    text, content='units', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
+    text, context, content='units', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
 );
 CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
-    INSERT INTO units_fts (rowid, text) VALUES (new.seq, new.text);
+    INSERT INTO units_fts (rowid, text, context) VALUES (new.seq, new.text, new.context);
 END;
 CREATE TRIGGER IF NOT EXISTS units_ad AFTER DELETE ON units BEGIN
-    INSERT INTO units_fts (units_fts, rowid, text) VALUES ('delete', old.seq, old.text);
+    INSERT INTO units_fts (units_fts, rowid, text, context) VALUES ('delete', old.seq, old.text, old.context);
 END;
-CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE OF text ON units BEGIN
-    INSERT INTO units_fts (units_fts, rowid, text) VALUES ('delete', old.seq, old.text);
-    INSERT INTO units_fts (rowid, text) VALUES (new.seq, new.text);
+CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE OF text, context ON units BEGIN
+    INSERT INTO units_fts (units_fts, rowid, text, context) VALUES ('delete', old.seq, old.text, old.context);
+    INSERT INTO units_fts (rowid, text, context) VALUES (new.seq, new.text, new.context);
 END;
 CREATE TABLE IF NOT EXISTS entities (
     id TEXT PRIMARY KEY, bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
@@ -81,6 +81,7 @@ CREATE TABLE IF NOT EXISTS mentions (
 );
 CREATE INDEX IF NOT EXISTS mentions_entity ON mentions (entity_id, unit_id);
 CREATE TABLE IF NOT EXISTS links (
+    bank_id TEXT NOT NULL,
     source_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
     target_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
     type TEXT NOT NULL, weight REAL NOT NULL, PRIMARY KEY (source_id, target_id, type)
@@ -327,12 +328,13 @@ class SQLiteGraphStore:
             )
             con.executemany(
                 "INSERT INTO units (id, bank_id, text, network, occurred_start, occurred_end, mentioned_at, "
-                "confidence, sources, document_id, position, metadata, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "confidence, sources, document_id, position, metadata, created_at, context) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (u.id, bank_id, u.text, u.network.value, _ts(u.occurred_start), _ts(u.occurred_end),
                      _ts(u.mentioned_at), u.confidence, json.dumps(u.sources), u.document_id,
-                     batch.positions.get(u.id, 0), json.dumps(u.metadata, default=str), _ts(u.created_at))
+                     batch.positions.get(u.id, 0), json.dumps(u.metadata, default=str), _ts(u.created_at),
+                     batch.contexts.get(u.id, ""))
                     for u in batch.units
                 ],
             )
@@ -341,9 +343,9 @@ class SQLiteGraphStore:
                 [(m.unit_id, m.entity_id) for m in batch.mentions],
             )
             con.executemany(
-                "INSERT INTO links (source_id, target_id, type, weight) VALUES (?, ?, ?, ?) "
+                "INSERT INTO links (bank_id, source_id, target_id, type, weight) VALUES (?, ?, ?, ?, ?) "
                 "ON CONFLICT (source_id, target_id, type) DO UPDATE SET weight = max(weight, excluded.weight)",
-                [(link.source_id, link.target_id, link.type.value, link.weight) for link in batch.links],
+                [(bank_id, link.source_id, link.target_id, link.type.value, link.weight) for link in batch.links],
             )
 
     def _memories(self, rows: list[sqlite3.Row]) -> list[Memory]:
@@ -512,16 +514,17 @@ class SQLiteGraphStore:
         limit: int,
         networks: Sequence[Network] | None = None,
         time_range: TimeRange | None = None,
+        context_weight: float = 0.5,
     ) -> list[tuple[str, float]]:
-        """BM25 over unit text; (unit id, score) best first where score = -bm25 (higher is better)."""
+        """BM25 over unit text and, down-weighted, its search context; (unit id, -bm25) best first."""
         match = fts_query(query)
         if match is None:
             return []
         extra, args = self._filters(networks, time_range)
         rows = self._con().execute(
-            "SELECT u.id, bm25(units_fts) AS rank FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
-            f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY rank LIMIT ?",
-            [match, bank_id, *args, limit],
+            "SELECT u.id, bm25(units_fts, 1.0, ?) AS score FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
+            f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY score LIMIT ?",
+            [float(context_weight), match, bank_id, *args, limit],
         ).fetchall()
         return [(r[0], -float(r[1])) for r in rows]
 
@@ -557,8 +560,8 @@ class SQLiteGraphStore:
                 type_sql = f" AND l.type IN ({','.join('?' * len(link_types))})"
                 type_args = [LinkType(t).value for t in link_types]
             for r in con.execute(
-                f"SELECT l.source_id, l.target_id, l.type, l.weight FROM links l JOIN units u ON u.id = l.target_id "
-                f"WHERE l.source_id IN ({marks}) AND u.bank_id = ?{type_sql}",
+                f"SELECT l.source_id, l.target_id, l.type, l.weight FROM links l "
+                f"WHERE l.source_id IN ({marks}) AND l.bank_id = ?{type_sql}",
                 [*chunk, bank_id, *type_args],
             ):
                 edges.append(Edge(r[0], r[1], r[2], float(r[3])))
@@ -651,8 +654,7 @@ class SQLiteGraphStore:
         links = {
             r[0]: r[1]
             for r in con.execute(
-                "SELECT l.type, count(*) FROM links l JOIN units u ON u.id = l.source_id "
-                "WHERE u.bank_id = ? GROUP BY l.type",
+                "SELECT type, count(*) FROM links WHERE bank_id = ? GROUP BY type",
                 (bank_id,),
             )
         }
