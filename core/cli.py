@@ -147,6 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", help="keep the benchmark's memory here (default: a temporary directory)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=cmd_bench_locomo)
+    p = bench.add_parser("scale", parents=[common], help="recall latency on large synthetic banks vs bare Chroma")
+    p.add_argument("--units", type=_positive_int, nargs="+", default=[10_000], help="bank sizes (default 10000)")
+    p.add_argument("--queries", type=_positive_int, default=200, help="queries timed per bank (default 200)")
+    p.add_argument("--budget", type=_positive_int, default=1000, help="recall budget in tokens (default 1000)")
+    p.add_argument("--out", default="results", help="where scale.json and scale.md go (default ./results)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(func=cmd_bench_scale)
+    p = bench.add_parser("llm-retain", parents=[common], help="LLM extraction of one LoCoMo session, timed")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversation", type=int, default=0, help="conversation index (default 0)")
+    p.add_argument("--session", type=_positive_int, default=1, help="session number (default 1)")
+    p.set_defaults(func=cmd_bench_llm_retain)
     return parser
 
 
@@ -290,6 +302,31 @@ def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
         return result
     print(f"\nwrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
     return None
+
+
+def cmd_bench_scale(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``bench scale``: recall latency per stage on synthetic banks, with a bare Chroma query as the floor."""
+    from .bench.scale import format_scale, run_scale
+
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result = run_scale(tuple(args.units), queries=args.queries, budget=args.budget, progress=args.progress,
+                       log=_stderr_print if args.json else print)
+    (out_dir / "scale.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    (out_dir / "scale.md").write_text("# Scale\n\n" + format_scale(result) + "\n", encoding="utf-8")
+    return result if args.json else None
+
+
+def cmd_bench_llm_retain(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``bench llm-retain``: one LoCoMo session through the LLM extractor, with the time it took."""
+    from .bench.llm_retain import run_llm_retain
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise CLIError(f"LoCoMo data not found: {data}")
+    result = run_llm_retain(data, conversation=args.conversation, session=args.session,
+                            log=_stderr_print if args.json else print)
+    return result if args.json else None
 
 
 def find_locomo() -> Path:

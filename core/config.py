@@ -12,7 +12,7 @@ class EntityResolutionSettings(BaseModel):
     cooccurrence_weight: float = Field(0.25, ge=0.0, description="weight of shared co-mentioned entities")
     temporal_weight: float = Field(0.15, ge=0.0, description="weight of closeness to the entity's last mention")
     temporal_scale_days: float = Field(30.0, gt=0.0, description="time scale of the temporal term")
-    threshold: float = Field(0.62, ge=0.0, le=1.0, description="minimum combined score to merge")
+    threshold: float = Field(0.66, ge=0.0, le=1.0, description="minimum combined score to merge")
     min_string_similarity: float = Field(0.8, ge=0.0, le=1.0, description="fuzzy candidates below are ignored")
 
 

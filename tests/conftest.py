@@ -12,8 +12,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
-from hindsight_core import Hindsight
 from hypothesis import settings
+
+from hindsight_core import Hindsight
 
 # Model and tokenizer loading make first calls slow; timing belongs in benchmarks, not in tests.
 settings.register_profile("hindsight", deadline=None, max_examples=100)

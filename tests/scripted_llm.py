@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from hindsight_core.llm.base import ChatMessage, MalformedOutputError
 from pydantic import BaseModel, ValidationError
+
+from hindsight_core.llm.base import ChatMessage, MalformedOutputError
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import itertools
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from hindsight_core import cli
 from hindsight_core.bank import Bank
 from hindsight_core.cli import main
@@ -325,3 +327,25 @@ def test_bench_locomo_writes_json_and_markdown(tmp_path: Path, capsys: pytest.Ca
 def test_bench_locomo_missing_data_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["bench", "locomo", "--data", str(tmp_path / "none.json"), "--out", str(tmp_path)])
     assert code == 2 and "LoCoMo data not found" in capsys.readouterr().err
+
+
+def test_bench_scale_writes_latencies_and_the_bare_chroma_floor(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    out_dir = tmp_path / "results"
+    code = main(["bench", "scale", "--units", "300", "--queries", "10", "--out", str(out_dir), "--no-progress"])
+    assert code == 0, capsys.readouterr().err
+    result = json.loads((out_dir / "scale.json").read_text())
+    entry = result["sizes"]["300"]
+    assert entry["units"] == 300 and entry["retain_units_per_s"] > 0
+    assert entry["recall_ms"]["median"] > 0 and entry["bare_chroma_query_ms"]["median"] > 0
+    assert {"embed_ms", "semantic_ms", "keyword_ms", "graph_ms", "pack_ms"} <= set(entry["stages_ms"])
+    assert "| 300 |" in (out_dir / "scale.md").read_text()
+
+
+def test_synthetic_units_are_deterministic_and_varied() -> None:
+    from hindsight_core.bench.scale import synthetic_units
+
+    first = list(synthetic_units(200))
+    assert first == list(synthetic_units(200))
+    assert len({text.rsplit(" (note", 1)[0] for text, _ in first}) > 150
+    assert all(a[1] < b[1] for a, b in itertools.pairwise(first))

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+
 from hindsight_core import (
     BankNotFoundError,
     EmbedderMismatchError,

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from hindsight_core.recall.fusion import reciprocal_rank_fusion
 from hindsight_core.recall.packing import MAX_SKIPS, pack
 from hindsight_core.tokens import count_tokens
-from hypothesis import given
-from hypothesis import strategies as st
 
 
 def test_rrf_matches_the_formula() -> None:

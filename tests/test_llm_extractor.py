@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+
 from hindsight_core.errors import EmptyExtractionError, ExtractionError, InvalidInputError
 from hindsight_core.extract.base import Extractor
 from hindsight_core.extract.llm_extractor import LLMExtractor
@@ -603,28 +604,3 @@ async def test_async_failure_in_one_window_cancels_the_rest() -> None:
 # ---------------------------------------------------------------------------------------------------------
 # real model (opt-in: pytest -m llm)
 # ---------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.llm
-def test_real_local_model_extracts_facts_with_valid_sources() -> None:
-    """Qwen2.5-Coder-1.5B through llama.cpp on a 4-message LoCoMo-like exchange (about a minute on 2 CPUs).
-
-    Like the other ``llm`` tests, a missing runtime or missing weights is a failure, not a skip.
-    """
-    from hindsight_core.llm import LocalLLM, shutdown_local_servers
-
-    msgs = [
-        Message(id=f"D1:{i + 1}", speaker=["Caroline", "Melanie"][i % 2], text=t, timestamp=T0)
-        for i, t in enumerate(LOCOMO_LIKE[:4])
-    ]
-    try:
-        facts = LLMExtractor(LocalLLM("qwen2.5-1.5b"), max_facts_per_chunk=4).extract(msgs, document_time=T0)
-    finally:
-        shutdown_local_servers()  # free the model's memory for the rest of the session
-    assert facts
-    ids = {m.id for m in msgs}
-    for fact in facts:
-        assert fact.text.strip()
-        assert fact.sources and set(fact.sources) <= ids
-        assert fact.mentioned_at == T0
-        assert fact.network is not Network.OBSERVATION

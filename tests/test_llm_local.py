@@ -15,6 +15,9 @@ from collections.abc import Iterator
 from typing import Literal
 
 import pytest
+from langchain_openai import ChatOpenAI
+from pydantic import BaseModel, Field
+
 from hindsight_core.llm import (
     LLM,
     LOCAL_MODELS,
@@ -28,8 +31,6 @@ from hindsight_core.llm import (
     get_local_server,
     shutdown_local_servers,
 )
-from langchain_openai import ChatOpenAI
-from pydantic import BaseModel, Field
 
 pytestmark = pytest.mark.llm
 

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from pydantic import BaseModel, Field
+
 from hindsight_core.errors import LLMError
 from hindsight_core.llm import (
     LLM,
@@ -36,7 +38,6 @@ from hindsight_core.llm import (
     strip_code_fences,
 )
 from hindsight_core.llm import local as local_mod
-from pydantic import BaseModel, Field
 
 # ---------------------------------------------------------------------------------------------------
 # Fixtures and helpers

@@ -11,9 +11,10 @@ from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 import pytest
-from hindsight_core import models, temporal
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from hindsight_core import models, temporal
 
 TemporalConstraint = temporal.TemporalConstraint
 TimeRange = models.TimeRange
