@@ -57,12 +57,12 @@ def build_links(
             weight = math.exp(-dt / sigma) * (0.9 ** (j - i - 1))
             links.extend(_both(unit.id, other.id, LinkType.TEMPORAL, weight))
     if settings.temporal_neighbors > 0:
-        batch = set(new_ids)
+        # The batch is not in the store yet, so every unit found here is an older one.
         for unit in units:
             if unit.occurred_start is None:
                 continue
             near = store.units_near_time(
-                bank_id, unit.occurred_start, window_s=3 * sigma, limit=settings.temporal_neighbors, exclude=batch
+                bank_id, unit.occurred_start, window_s=3 * sigma, limit=settings.temporal_neighbors
             )
             for other_id, when in near:
                 dt = abs((unit.occurred_start - when).total_seconds())
