@@ -16,10 +16,13 @@ from .models import (
     Document,
     DocumentStatus,
     Entity,
+    Job,
     Memory,
     Message,
     Network,
+    OpinionEvent,
     Recall,
+    Reflection,
     RetainResult,
     TimeRange,
 )
@@ -71,6 +74,7 @@ class Bank:
         context: str | None = None,
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
+        background: bool | None = None,
     ) -> RetainResult:
         """Store ``content`` (text, a message dict, or a list of messages) and extract memories from it.
 
@@ -78,11 +82,13 @@ class Bank:
         become each memory's ``sources``. ``timestamp`` is when the content was said or written (default
         now). ``extract=False`` stores messages as memories without any LLM call. Re-retaining a
         ``document_id`` replaces what it produced before. The raw document is stored first and kept even
-        when extraction fails (``ExtractionError.document_id``).
+        when extraction fails (``ExtractionError.document_id``). ``background`` (default: same as
+        ``extract``) queues the LLM background work: entity observations and opinion reinforcement; raw
+        ingest with ``extract=False`` makes no model call unless asked to.
         """
         return self._hs.retainer.retain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-            metadata=metadata,
+            metadata=metadata, background=background,
         )
 
     async def aretain(
@@ -94,11 +100,12 @@ class Bank:
         context: str | None = None,
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
+        background: bool | None = None,
     ) -> RetainResult:
         """Async twin of ``retain``."""
         return await self._hs.retainer.aretain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-            metadata=metadata,
+            metadata=metadata, background=background,
         )
 
     def reprocess(self, document_id: str, *, extract: bool = True) -> RetainResult:
@@ -148,6 +155,111 @@ class Bank:
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
             reference_time=reference_time, trace=trace, channels=channels,
         )
+
+    # reflect (CARA) ------------------------------------------------------------------------------
+    def reflect(
+        self,
+        query: str,
+        *,
+        disposition: Disposition | None = None,
+        budget: int = 2000,
+        reference_time: datetime | str | None = None,
+    ) -> Reflection:
+        """Answer ``query`` from memory in the bank's voice, shaped by its disposition (or ``disposition``).
+
+        Recall runs first; one structured LLM call then answers, cites the recalled memories it relied on
+        (``based_on``) and may form opinions, stored in the opinion network with their formation event.
+        With nothing relevant in memory it says it does not know (``known=False``) without a model call.
+        """
+        return self._hs.reflector.reflect(
+            self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
+        )
+
+    async def areflect(
+        self,
+        query: str,
+        *,
+        disposition: Disposition | None = None,
+        budget: int = 2000,
+        reference_time: datetime | str | None = None,
+    ) -> Reflection:
+        """Async twin of ``reflect``."""
+        return await self._hs.reflector.areflect(
+            self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
+        )
+
+    def add_opinion(
+        self,
+        text: str,
+        confidence: float,
+        *,
+        entities: Sequence[str] = (),
+        based_on: Sequence[str] = (),
+        rationale: str = "",
+    ) -> Memory:
+        """Record a belief the agent holds (as reflect does), with its formation event; returns it."""
+        from .opinions import FormedOpinion
+
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("an opinion needs text")
+        try:
+            formed = FormedOpinion(text=text, confidence=confidence, entities=list(entities), rationale=rationale)
+        except ValueError as exc:
+            raise InvalidInputError(f"invalid opinion: {exc}") from exc
+        return self._hs.reflector.store_opinions(self.id, [formed], list(based_on))[0]
+
+    def opinions(self) -> list[Memory]:
+        """The bank's opinions, newest first, with their current confidence."""
+        store = self._hs.store
+        return store.get_units(self.id, store.units_in_network(self.id, Network.OPINION))
+
+    def opinion_history(self, opinion_id: str) -> list[OpinionEvent]:
+        """How an opinion was formed and every confidence change since, with the evidence memory ids."""
+        return self._hs.store.opinion_history(self.id, opinion_id)
+
+    def observation(self, entity: str) -> Memory | None:
+        """The current observation (preference-neutral summary) of an entity, or None."""
+        from .background_jobs import observation_document_id
+
+        store = self._hs.store
+        found = store.find_entity(self.id, entity)
+        if found is None:
+            return None
+        units = store.get_units(self.id, store.units_of_document(self.id, observation_document_id(found.id)))
+        return units[0] if units else None
+
+    def merge_background(self, snippet: str) -> BankProfile:
+        """Merge a snippet into the first-person background (the new wins conflicts) and store it."""
+        from .background import merge_background
+
+        if not isinstance(snippet, str) or not snippet.strip():
+            raise InvalidInputError("background snippet is empty")
+        profile = self.profile
+        merged = merge_background(self._hs.llm, profile.background, snippet)
+        return self.set_background(merged)
+
+    async def amerge_background(self, snippet: str) -> BankProfile:
+        """Async twin of ``merge_background``."""
+        from .background import amerge_background
+
+        if not isinstance(snippet, str) or not snippet.strip():
+            raise InvalidInputError("background snippet is empty")
+        profile = await asyncio.to_thread(lambda: self.profile)
+        merged = await amerge_background(self._hs.llm, profile.background, snippet)
+        return await asyncio.to_thread(self.set_background, merged)
+
+    # background work -----------------------------------------------------------------------------
+    def jobs(self) -> list[Job]:
+        """This bank's background jobs (queued, running, done, failed), newest first."""
+        return self._hs.store.list_jobs(self.id)
+
+    def wait_idle(self, timeout: float | None = 600.0) -> bool:
+        """Block until this bank's background jobs are done (or failed for good); False on timeout."""
+        return self._hs.worker.wait_idle(timeout, bank_id=self.id)
+
+    async def await_idle(self, timeout: float | None = 600.0) -> bool:
+        """Async twin of ``wait_idle``."""
+        return await asyncio.to_thread(self.wait_idle, timeout)
 
     # reading -------------------------------------------------------------------------------------
     def get(self, memory_id: str) -> Memory | None:

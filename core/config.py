@@ -57,12 +57,23 @@ class RecallSettings(BaseModel):
     max_candidates: int = Field(300, ge=1, description="fused candidates considered for packing")
 
 
+class CaraSettings(BaseModel):
+    """Reflect and background work (paper 5): opinion dynamics and observations."""
+
+    opinion_step: float = Field(0.1, gt=0.0, le=0.5, description="a: base confidence step, shrunk by skepticism")
+    opinion_similarity: float = Field(
+        0.6, ge=0.0, le=1.0, description="cosine above which a new fact bears on an opinion"
+    )
+    observation_max_facts: int = Field(40, ge=1, description="most recent facts an observation is written from")
+
+
 class Settings(BaseModel):
     """All tunables; pass to ``Hindsight.open(settings=...)``."""
 
     entities: EntityResolutionSettings = Field(default_factory=EntityResolutionSettings)
     links: LinkSettings = Field(default_factory=LinkSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
+    cara: CaraSettings = Field(default_factory=CaraSettings)
     raw_window: int = Field(1, ge=1, description="messages per unit in retain(extract=False)")
     embed_time_reference: bool = Field(True, description="append a readable date to embedded text")
     max_document_chars: int = Field(2_000_000, ge=1, description="larger inputs are rejected")

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from .background_jobs import BackgroundJobs
 from .bank import Bank
 from .config import Settings
 from .embedding import Embedder, SentenceTransformerEmbedder
@@ -19,9 +20,11 @@ from .models import BankProfile, Disposition
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
 from .reconcile import reconcile_bank
+from .reflect import ReflectPipeline
 from .retain import RetainPipeline
 from .stores.base import GraphStore, VectorIndex
 from .tokens import count_tokens
+from .worker import Worker
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +45,7 @@ class Hindsight:
         reranker: Reranker | None = None,
         token_counter: Callable[[str], int] | None = None,
         reconcile: bool = True,
+        start_worker: bool = True,
     ) -> None:
         self.store = store
         self.index = index
@@ -59,13 +63,19 @@ class Hindsight:
             store, index, self.embedder, self.settings.recall, self.count_tokens, self._executor, reranker
         )
         self._extractor: Extractor | None = None
-        if hasattr(store, "requeue_running_jobs"):
-            store.requeue_running_jobs()
+        self.reflector = ReflectPipeline(self, lambda: self.llm)
+        self.background = BackgroundJobs(self)
+        self.worker = Worker(store, self.background.handlers)  # type: ignore[arg-type]
+        self.retainer.on_retained = self._queue_background
+        self._start_worker = start_worker
+        store.requeue_running_jobs()  # jobs a dead process left "running" run again
         self.reconciled: dict[str, dict[str, int]] = {}
         for profile in store.list_banks():
             self.index.ensure_collection(profile.id, self.embedder.name, self.embedder.dimension)
             if reconcile:
                 self.reconciled[profile.id] = reconcile_bank(profile.id, store, index, self.embedder, self.settings)
+        if start_worker and store.pending_jobs() > 0:
+            self.worker.start()  # finish what an earlier process queued
 
     @classmethod
     def open(
@@ -136,6 +146,10 @@ class Hindsight:
             self._extractor = LLMExtractor(self.llm, count_tokens=self.count_tokens)
         return self._extractor
 
+    def _queue_background(self, result: Any) -> None:
+        if self.background.queue_after_retain(result) and self._start_worker:
+            self.worker.notify()
+
     # banks ---------------------------------------------------------------------------------------
     def bank(
         self,
@@ -177,7 +191,8 @@ class Hindsight:
         self.index.drop_bank(bank_id)
 
     def close(self) -> None:
-        """Stop worker threads and close the stores."""
+        """Stop worker threads and close the stores (queued background jobs stay queued for next time)."""
+        self.worker.stop()
         self._executor.shutdown(wait=True)
         self.store.close()
 

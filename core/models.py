@@ -218,6 +218,33 @@ class Job(BaseModel):
     run_after: datetime = Field(default_factory=utcnow)
 
 
+class OpinionEvent(BaseModel):
+    """One step in an opinion's history: formation, or a confidence change caused by new evidence."""
+
+    opinion_id: str
+    at: datetime = Field(default_factory=utcnow)
+    label: str = Field(description="formed, reinforce, weaken, contradict or neutral")
+    old_confidence: float | None = None
+    new_confidence: float
+    evidence: list[str] = Field(default_factory=list, description="ids of the memories that caused it")
+    old_text: str | None = None
+    new_text: str | None = None
+    rationale: str | None = None
+
+
+class Reflection(BaseModel):
+    """The result of reflect: an answer grounded in recalled memories, and the opinions it formed."""
+
+    query: str
+    answer: str
+    known: bool = Field(description="False when memory held nothing that answers the query")
+    based_on: list[str] = Field(default_factory=list, description="ids of the recalled memories relied on")
+    opinions: list[Memory] = Field(default_factory=list, description="opinions formed and stored")
+    memories: list[Memory] = Field(default_factory=list, description="what recall returned")
+    disposition: Disposition
+    system_message: str = ""
+
+
 class RetainResult(BaseModel):
     """What one retain stored."""
 

@@ -10,7 +10,7 @@ import logging
 
 from .config import Settings
 from .embedding import Embedder
-from .retain import embedding_text, vector_metadata
+from .retain import index_units
 from .stores.base import GraphStore, VectorIndex
 
 log = logging.getLogger(__name__)
@@ -26,8 +26,7 @@ def reconcile_bank(
     orphans = sorted(vector_ids - unit_ids)
     for i in range(0, len(missing), 512):
         units = store.get_units(bank_id, missing[i : i + 512])
-        vectors = embedder.embed([embedding_text(u, settings.embed_time_reference) for u in units])
-        index.upsert(bank_id, [u.id for u in units], vectors, [vector_metadata(u) for u in units])
+        index_units(index, embedder, bank_id, units, settings.embed_time_reference)
     if orphans:
         index.delete(bank_id, orphans)
     if missing or orphans:

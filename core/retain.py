@@ -45,6 +45,13 @@ def vector_metadata(memory: Memory) -> dict[str, Any]:
     return meta
 
 
+def index_units(index: VectorIndex, embedder: Embedder, bank_id: str, units: list[Memory], with_time: bool) -> None:
+    """(Re-)embed units and write their vectors: used after text changes and by reconcile."""
+    if units:
+        vectors = embedder.embed([embedding_text(u, with_time) for u in units])
+        index.upsert(bank_id, [u.id for u in units], vectors, [vector_metadata(u) for u in units])
+
+
 def search_contexts(units: list[Memory]) -> dict[str, str]:
     """Each unit's neighbours in document order (previous and next), for the keyword channel's context column."""
     out: dict[str, str] = {}
@@ -65,6 +72,7 @@ class RetainPipeline:
         settings: Settings,
         raw_extractor: Extractor,
         llm_extractor: Callable[[], Extractor],
+        on_retained: Callable[[RetainResult], None] | None = None,
     ) -> None:
         self.store = store
         self.index = index
@@ -72,6 +80,8 @@ class RetainPipeline:
         self.settings = settings
         self.raw_extractor = raw_extractor
         self._llm_extractor = llm_extractor
+        # Called after a retain committed with background work wanted (queues observations, opinions).
+        self.on_retained = on_retained
         self.resolver = EntityResolver(store, settings.entities)
         self._bank_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -124,8 +134,23 @@ class RetainPipeline:
         metadata: dict[str, Any] | None,
         timings: dict[str, float],
     ) -> RetainResult:
-        """Resolve, embed, link and write the facts to both stores."""
+        """Resolve, embed, link and write the facts to both stores, then mark the document done."""
+        result = self.store_facts(doc, facts, warnings, metadata, timings)
+        self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.DONE)
+        return result
+
+    def store_facts(
+        self,
+        doc: Document,
+        facts: list[ExtractedFact],
+        warnings: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        timings: dict[str, float] | None = None,
+    ) -> RetainResult:
+        """Resolve, embed, link and write facts of ``doc`` (stored or not: reflect and background work write
+        opinions and observations through here too). Units previously written for ``doc.id`` are replaced."""
         bank_id = doc.bank_id
+        timings = {} if timings is None else timings
         with self._lock(bank_id):
             t = time.perf_counter()
             old = self.store.units_of_document(bank_id, doc.id)
@@ -164,7 +189,6 @@ class RetainPipeline:
                 # Keep the stores consistent: without vectors the units would be half-retained.
                 self.store.delete_units(bank_id, [u.id for u in units])
                 raise StoreError(f"vector index write failed; document {doc.id!r} kept for retry: {exc}") from exc
-            self.store.set_document_status(bank_id, doc.id, DocumentStatus.DONE)
             timings["commit_ms"] = _ms(t)
         return RetainResult(
             bank_id=bank_id,
@@ -172,7 +196,7 @@ class RetainPipeline:
             memories=units,
             entities=sorted({n for names in resolution.names for n in names}),
             links=len(links),
-            warnings=warnings,
+            warnings=warnings or [],
             timings_ms=timings,
         )
 
@@ -206,6 +230,7 @@ class RetainPipeline:
         context: str | None = None,
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
+        background: bool | None = None,
     ) -> RetainResult:
         """Retain synchronously; see ``Bank.retain``."""
         timings: dict[str, float] = {}
@@ -218,12 +243,18 @@ class RetainPipeline:
             facts = extractor.extract(messages, document_time=doc.timestamp or utcnow(), context=context)
             timings["extract_ms"] = _ms(t)
             self.check_facts(doc, messages, facts)
-            return self.commit(doc, facts, warnings, metadata, timings)
+            result = self.commit(doc, facts, warnings, metadata, timings)
         except BaseException as exc:
             self.fail(doc, exc)
             if isinstance(exc, HindsightError | KeyboardInterrupt):
                 raise
             raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
+        self._after(result, extract if background is None else background)
+        return result
+
+    def _after(self, result: RetainResult, background: bool) -> None:
+        if background and self.on_retained is not None:
+            self.on_retained(result)
 
     async def aretain(
         self,
@@ -235,6 +266,7 @@ class RetainPipeline:
         context: str | None = None,
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
+        background: bool | None = None,
     ) -> RetainResult:
         """Async twin: the LLM call is natively async; storage and embedding run in a worker thread."""
         timings: dict[str, float] = {}
@@ -247,12 +279,14 @@ class RetainPipeline:
             facts = await extractor.aextract(messages, document_time=doc.timestamp or utcnow(), context=context)
             timings["extract_ms"] = _ms(t)
             self.check_facts(doc, messages, facts)
-            return await asyncio.to_thread(self.commit, doc, facts, warnings, metadata, timings)
+            result = await asyncio.to_thread(self.commit, doc, facts, warnings, metadata, timings)
         except BaseException as exc:
             await asyncio.to_thread(self.fail, doc, exc)
             if isinstance(exc, HindsightError | KeyboardInterrupt | asyncio.CancelledError):
                 raise
             raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
+        await asyncio.to_thread(self._after, result, extract if background is None else background)
+        return result
 
 
 def _ms(start: float) -> float:

@@ -22,6 +22,7 @@ from ..models import (
     LinkType,
     Memory,
     Network,
+    OpinionEvent,
     TimeRange,
 )
 
@@ -132,6 +133,26 @@ class GraphStore(Protocol):
         """Delete a raw document (its units are deleted separately)."""
         ...
 
+    def update_unit(
+        self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
+    ) -> None:
+        """Change a unit's text and/or confidence in place."""
+        ...
+
+    def units_in_network(
+        self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
+    ) -> list[str]:
+        """Ids of a network's units, optionally only those mentioning one of ``entity_ids``; newest first."""
+        ...
+
+    def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
+        """Append a step to an opinion's history."""
+        ...
+
+    def opinion_history(self, bank_id: str, opinion_id: str) -> list[OpinionEvent]:
+        """Every step of an opinion's history, oldest first."""
+        ...
+
     def units_near_time(
         self, bank_id: str, when: datetime, window_s: float, limit: int, exclude: Iterable[str] = ()
     ) -> list[tuple[str, datetime]]:
@@ -199,6 +220,14 @@ class GraphStore(Protocol):
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:
         """Jobs, newest first."""
+        ...
+
+    def pending_jobs(self, bank_id: str | None = None) -> int:
+        """Jobs queued or running (for the whole store, or one bank)."""
+        ...
+
+    def requeue_running_jobs(self) -> int:
+        """Put jobs left running by a dead process back in the queue."""
         ...
 
     def stats(self, bank_id: str) -> dict[str, Any]:

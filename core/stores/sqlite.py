@@ -30,6 +30,7 @@ from ..models import (
     LinkType,
     Memory,
     Network,
+    OpinionEvent,
     TimeRange,
     as_utc,
 )
@@ -87,6 +88,13 @@ CREATE TABLE IF NOT EXISTS links (
     type TEXT NOT NULL, weight REAL NOT NULL, PRIMARY KEY (source_id, target_id, type)
 );
 CREATE INDEX IF NOT EXISTS links_target ON links (target_id);
+CREATE TABLE IF NOT EXISTS opinion_events (
+    seq INTEGER PRIMARY KEY, bank_id TEXT NOT NULL,
+    opinion_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
+    at REAL NOT NULL, label TEXT NOT NULL, old_confidence REAL, new_confidence REAL NOT NULL,
+    evidence TEXT NOT NULL, old_text TEXT, new_text TEXT, rationale TEXT
+);
+CREATE INDEX IF NOT EXISTS opinion_events_opinion ON opinion_events (opinion_id, seq);
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, bank_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
     status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT,
@@ -247,6 +255,7 @@ class SQLiteGraphStore:
         """Delete a bank and everything in it."""
         with self._tx() as con:
             con.execute("DELETE FROM jobs WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM opinion_events WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM units WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM entities WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM documents WHERE bank_id = ?", (bank_id,))
@@ -430,6 +439,72 @@ class SQLiteGraphStore:
                     )
                 con.execute("DELETE FROM entities WHERE bank_id = ? AND mention_count = 0", (bank_id,))
         return deleted
+
+    def update_unit(
+        self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
+    ) -> None:
+        """Change a unit's text and/or confidence in place (opinions evolve; FTS follows by trigger)."""
+        with self._tx() as con:
+            if text is not None:
+                con.execute("UPDATE units SET text = ? WHERE bank_id = ? AND id = ?", (text, bank_id, unit_id))
+            if confidence is not None:
+                con.execute(
+                    "UPDATE units SET confidence = ? WHERE bank_id = ? AND id = ?", (confidence, bank_id, unit_id)
+                )
+
+    def units_in_network(
+        self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
+    ) -> list[str]:
+        """Ids of a network's units, optionally only those mentioning one of ``entity_ids``; newest first."""
+        if entity_ids is None:
+            rows = self._con().execute(
+                "SELECT id FROM units WHERE bank_id = ? AND network = ? ORDER BY seq DESC LIMIT ?",
+                (bank_id, Network(network).value, limit),
+            )
+        else:
+            ids = list(dict.fromkeys(entity_ids))
+            if not ids:
+                return []
+            marks = ",".join("?" * len(ids))
+            rows = self._con().execute(
+                f"SELECT DISTINCT u.id, u.seq FROM units u JOIN mentions m ON m.unit_id = u.id "
+                f"WHERE u.bank_id = ? AND u.network = ? AND m.entity_id IN ({marks}) ORDER BY u.seq DESC LIMIT ?",
+                [bank_id, Network(network).value, *ids, limit],
+            )
+        return [r[0] for r in rows]
+
+    def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
+        """Append a step to an opinion's history."""
+        with self._tx() as con:
+            con.execute(
+                "INSERT INTO opinion_events (bank_id, opinion_id, at, label, old_confidence, new_confidence, "
+                "evidence, old_text, new_text, rationale) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (bank_id, event.opinion_id, _ts(event.at), event.label, event.old_confidence, event.new_confidence,
+                 json.dumps(event.evidence), event.old_text, event.new_text, event.rationale),
+            )
+
+    def opinion_history(self, bank_id: str, opinion_id: str) -> list[OpinionEvent]:
+        """Every step of an opinion's history, oldest first."""
+        rows = self._con().execute(
+            "SELECT * FROM opinion_events WHERE bank_id = ? AND opinion_id = ? ORDER BY seq", (bank_id, opinion_id)
+        ).fetchall()
+        return [
+            OpinionEvent(
+                opinion_id=r["opinion_id"], at=_dt(r["at"]), label=r["label"], old_confidence=r["old_confidence"],
+                new_confidence=r["new_confidence"], evidence=json.loads(r["evidence"]), old_text=r["old_text"],
+                new_text=r["new_text"], rationale=r["rationale"],
+            )
+            for r in rows
+        ]
+
+    def pending_jobs(self, bank_id: str | None = None) -> int:
+        """Jobs queued or running (for the whole store, or one bank)."""
+        sql = "SELECT count(*) FROM jobs WHERE status IN (?, ?)"
+        args: list[Any] = [JobStatus.QUEUED.value, JobStatus.RUNNING.value]
+        if bank_id is not None:
+            sql += " AND bank_id = ?"
+            args.append(bank_id)
+        return int(self._con().execute(sql, args).fetchone()[0])
 
     def units_near_time(
         self, bank_id: str, when: datetime, window_s: float, limit: int, exclude: Iterable[str] = ()

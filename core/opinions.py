@@ -1,0 +1,379 @@
+"""Opinion network dynamics (paper section 5.4): assessing new evidence and moving opinion confidence.
+
+When new facts arrive that relate to a stored opinion, one structured LLM call labels the evidence as
+reinforcing, weakening, contradicting or neutral (:func:`assess_opinion`); the confidence then moves by
+``+a``, ``-a``, ``-2a`` or ``0`` (:func:`update_confidence`), where ``a`` comes from
+:func:`hindsight_core.disposition.opinion_step`. A contradiction also yields a revised opinion text.
+
+Also here: :class:`FormedOpinion`, the shape of an opinion formed during reflect, and the retrying
+structured-call helpers (:func:`structured_call`, :func:`astructured_call`) that the CARA helpers share.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from enum import StrEnum
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .errors import LLMError
+from .llm.base import LLM, ChatMessage, MalformedOutputError
+
+__all__ = [
+    "Assessment",
+    "FormedOpinion",
+    "OpinionAssessment",
+    "aassess_opinion",
+    "assess_opinion",
+    "astructured_call",
+    "build_assessment_prompt",
+    "clip",
+    "structured_call",
+    "update_confidence",
+]
+
+T = TypeVar("T", bound=BaseModel)
+
+_RAW_PREVIEW = 300
+_RETRY_NOTE = "Your previous answer was not valid. Reply again with short, valid JSON only."
+_RETRY_TEMPERATURE = 0.2  # a deterministic model would repeat the same bad answer at temperature 0
+
+
+# --------------------------------------------------------------------------------------------------------
+# Shared helpers for the CARA LLM calls
+# --------------------------------------------------------------------------------------------------------
+
+
+def clip(text: str, limit: int) -> str:
+    """``text`` stripped and cut to at most ``limit`` characters, at a sentence or word end when possible."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    # Prefer the last sentence end in the second half, else the last word boundary.
+    end = max(cut.rfind(". "), cut.rfind("! "), cut.rfind("? "))
+    if end >= limit // 2:
+        return cut[: end + 1]
+    if cut.endswith((".", "!", "?")):
+        return cut
+    space = cut.rfind(" ")
+    return (cut[:space] if space >= limit // 2 else cut).rstrip(" ,;:")
+
+
+def _preview(raw: str | None) -> str:
+    if raw is None:
+        return "<none>"
+    return raw if len(raw) <= _RAW_PREVIEW else raw[:_RAW_PREVIEW] + "..."
+
+
+def _with_note(messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """The messages with the corrective note appended to the last user message."""
+    out = [ChatMessage(role=m["role"], content=m["content"]) for m in messages]
+    for m in reversed(out):
+        if m["role"] == "user":
+            m["content"] = f"{m['content']}\n{_RETRY_NOTE}"
+            return out
+    return [*out, ChatMessage(role="user", content=_RETRY_NOTE)]
+
+
+def _checked(out: T, check: Callable[[T], Any] | None) -> Any:
+    if check is None:
+        return out
+    return check(out)
+
+
+def _failure(llm: LLM, what: str, exc: MalformedOutputError) -> LLMError:
+    return LLMError(f"{what}: {llm.name} returned malformed output twice; raw: {_preview(exc.raw)!r}")
+
+
+def structured_call(
+    llm: LLM,
+    messages: Sequence[ChatMessage],
+    schema: type[T],
+    *,
+    what: str,
+    max_tokens: int,
+    check: Callable[[T], Any] | None = None,
+) -> Any:
+    """One structured call with a single retry on malformed output.
+
+    ``check`` post-validates and normalises the parsed answer (its return value is returned); it raises
+    ``MalformedOutputError`` for answers that parse but are unusable (e.g. empty text), which counts as a
+    malformed attempt. The retry appends a corrective note and samples at a low non-zero temperature.
+    After two malformed attempts, ``LLMError`` is raised naming ``what`` with the raw output (truncated).
+    Other ``LLMError`` s (backend unreachable) propagate unchanged.
+    """
+    try:
+        return _checked(llm.generate(messages, schema, max_tokens=max_tokens, temperature=0.0), check)
+    except MalformedOutputError:
+        pass
+    try:
+        out = llm.generate(_with_note(messages), schema, max_tokens=max_tokens, temperature=_RETRY_TEMPERATURE)
+        return _checked(out, check)
+    except MalformedOutputError as exc:
+        raise _failure(llm, what, exc) from exc
+
+
+async def astructured_call(
+    llm: LLM,
+    messages: Sequence[ChatMessage],
+    schema: type[T],
+    *,
+    what: str,
+    max_tokens: int,
+    check: Callable[[T], Any] | None = None,
+) -> Any:
+    """Async twin of :func:`structured_call` (uses ``llm.agenerate``)."""
+    try:
+        return _checked(await llm.agenerate(messages, schema, max_tokens=max_tokens, temperature=0.0), check)
+    except MalformedOutputError:
+        pass
+    try:
+        out = await llm.agenerate(
+            _with_note(messages), schema, max_tokens=max_tokens, temperature=_RETRY_TEMPERATURE
+        )
+        return _checked(out, check)
+    except MalformedOutputError as exc:
+        raise _failure(llm, what, exc) from exc
+
+
+def _trim(value: Any, limit: int) -> Any:
+    """Lenient string coercion for LLM schemas: None -> '', numbers -> str, over-long -> clipped."""
+    if value is None:
+        return ""
+    if isinstance(value, int | float):
+        value = str(value)
+    return clip(value, limit) if isinstance(value, str) else value
+
+
+# --------------------------------------------------------------------------------------------------------
+# Confidence dynamics
+# --------------------------------------------------------------------------------------------------------
+
+
+class Assessment(StrEnum):
+    """How new evidence bears on an existing opinion."""
+
+    REINFORCE = "reinforce"
+    WEAKEN = "weaken"
+    CONTRADICT = "contradict"
+    NEUTRAL = "neutral"
+
+
+_STEP_FACTOR = {
+    Assessment.REINFORCE: 1.0,
+    Assessment.WEAKEN: -1.0,
+    Assessment.CONTRADICT: -2.0,
+    Assessment.NEUTRAL: 0.0,
+}
+
+
+def update_confidence(confidence: float, label: Assessment | str, step: float) -> float:
+    """The new confidence after evidence labelled ``label``: ``+a``, ``-a``, ``-2a`` or ``0``, clamped to [0, 1].
+
+    ``confidence`` must be in [0, 1] and ``step`` (``a``) finite and >= 0; ``label`` may be the enum or its
+    value. Anything else raises ``ValueError``.
+    """
+    if not (isinstance(confidence, int | float) and 0.0 <= confidence <= 1.0):  # rejects NaN too
+        raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
+    if not (isinstance(step, int | float) and math.isfinite(step) and step >= 0.0):
+        raise ValueError(f"step must be a finite number >= 0, got {step!r}")
+    try:
+        label = Assessment(label)
+    except ValueError as exc:
+        raise ValueError(f"unknown assessment label {label!r}") from exc
+    return min(1.0, max(0.0, float(confidence) + _STEP_FACTOR[label] * float(step)))
+
+
+# --------------------------------------------------------------------------------------------------------
+# Public result models
+# --------------------------------------------------------------------------------------------------------
+
+
+class OpinionAssessment(BaseModel):
+    """The verdict on one opinion given new evidence."""
+
+    label: Assessment
+    rationale: str = ""
+    revised_text: str | None = Field(None, description="contradict only: the opinion rewritten to fit the evidence")
+
+
+_OPINION_CHARS = 300
+_RATIONALE_CHARS = 300
+_ENTITY_CHARS = 80
+_MAX_ENTITIES = 5
+
+
+class FormedOpinion(BaseModel):
+    """An opinion formed during reflect: text (first person is fine), why, confidence and its entities.
+
+    Bounded for LLM schemas (strings and the entity list carry ``maxLength``/``maxItems``); validation is
+    lenient (over-long values are clipped, ``"80"``/``80`` reads as 0.8) so sloppy but usable output passes.
+    """
+
+    model_config = ConfigDict(extra="ignore")
+
+    text: str = Field(max_length=_OPINION_CHARS, description="the opinion, one sentence")
+    rationale: str = Field("", max_length=_RATIONALE_CHARS, description="why, one short sentence")
+    confidence: float = Field(0.5, ge=0.0, le=1.0, description="0 to 1")
+    entities: list[str] = Field(default_factory=list, max_length=_MAX_ENTITIES, description="names it is about")
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        return _trim(v, _OPINION_CHARS)
+
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _rationale(cls, v: Any) -> Any:
+        return _trim(v, _RATIONALE_CHARS)
+
+    @field_validator("confidence", mode="before")
+    @classmethod
+    def _confidence(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            try:
+                v = float(v.strip().rstrip("%"))
+            except ValueError:
+                return v
+        if isinstance(v, int | float) and 1.0 < v <= 100.0:  # percentages from small models
+            return v / 100.0
+        return v
+
+    @field_validator("entities", mode="before")
+    @classmethod
+    def _entities(cls, v: Any) -> Any:
+        if v is None:
+            return []
+        if isinstance(v, str):
+            v = [v]
+        if isinstance(v, list):
+            names = [clip(str(e), _ENTITY_CHARS) for e in v if isinstance(e, str | int) and str(e).strip()]
+            return list(dict.fromkeys(names))[:_MAX_ENTITIES]
+        return v
+
+
+# --------------------------------------------------------------------------------------------------------
+# Assessing evidence against an opinion
+# --------------------------------------------------------------------------------------------------------
+
+_MAX_FACTS = 20
+_FACT_CHARS = 300
+_MAX_TOKENS = 200
+
+_LABEL_SYNONYMS = {
+    "support": "reinforce", "supports": "reinforce", "reinforces": "reinforce", "confirm": "reinforce",
+    "confirms": "reinforce", "weakens": "weaken", "contradicts": "contradict", "refute": "contradict",
+    "refutes": "contradict", "unrelated": "neutral", "none": "neutral", "irrelevant": "neutral",
+}
+
+
+class _AssessmentOut(BaseModel):
+    """LLM-facing schema: short reason first (a small model labels better after saying why), then label."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    why: str = Field(max_length=200, description="one short sentence")
+    label: Literal["reinforce", "weaken", "contradict", "neutral"]
+    revised: str = Field(max_length=_OPINION_CHARS, description='contradict only: corrected opinion; else ""')
+
+    @field_validator("why", mode="before")
+    @classmethod
+    def _why(cls, v: Any) -> Any:
+        return _trim(v, 200)
+
+    @field_validator("revised", mode="before")
+    @classmethod
+    def _revised(cls, v: Any) -> Any:
+        return _trim(v, _OPINION_CHARS)
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _label(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            norm = v.strip().lower()
+            return _LABEL_SYNONYMS.get(norm, norm)
+        return v
+
+
+_ASSESS_SYSTEM = """You check how new evidence bears on an opinion. Pick one label:
+- reinforce: the evidence supports the opinion.
+- weaken: the evidence makes the opinion less likely but does not disprove it.
+- contradict: the evidence shows the opinion is wrong.
+- neutral: the evidence is about something else or says nothing about the opinion.
+why: one short sentence. revised: only for contradict, the opinion rewritten to fit the evidence \
+(one sentence); otherwise ""."""
+
+
+def build_assessment_prompt(
+    opinion_text: str, confidence: float, facts: Sequence[tuple[str, str]]
+) -> list[ChatMessage]:
+    """The chat messages of one assessment call (at most 20 facts, each clipped to 300 characters).
+
+    Facts are numbered 1..n rather than shown with their memory ids: ids cost tokens and the verdict is
+    about the evidence as a whole.
+    """
+    lines = [f"{i}. {clip(text, _FACT_CHARS)}" for i, (_, text) in enumerate(_usable(facts)[:_MAX_FACTS], 1)]
+    user = (
+        f"Opinion (confidence {confidence:.2f}): {clip(opinion_text, _OPINION_CHARS)}\n"
+        "New evidence:\n" + "\n".join(lines) + "\nAnswer with JSON: why, label, revised."
+    )
+    return [ChatMessage(role="system", content=_ASSESS_SYSTEM), ChatMessage(role="user", content=user)]
+
+
+def _usable(facts: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Facts with non-blank text, first occurrence of each text kept."""
+    seen: set[str] = set()
+    kept = []
+    for fact_id, text in facts:
+        key = " ".join(str(text).split()).lower()
+        if key and key not in seen:
+            seen.add(key)
+            kept.append((str(fact_id), str(text)))
+    return kept
+
+
+def _check_inputs(opinion_text: str, confidence: float, facts: Sequence[tuple[str, str]]) -> None:
+    if not opinion_text or not opinion_text.strip():
+        raise ValueError("opinion_text is empty")
+    if not (isinstance(confidence, int | float) and 0.0 <= confidence <= 1.0):
+        raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
+    if not _usable(facts):
+        raise ValueError("no facts to assess the opinion against")
+
+
+def _normalise(out: _AssessmentOut) -> OpinionAssessment:
+    """Public verdict: the revision is kept only for a contradiction, and an empty one becomes None."""
+    label = Assessment(out.label)
+    revised = out.revised.strip() if label is Assessment.CONTRADICT else ""
+    return OpinionAssessment(label=label, rationale=out.why.strip(), revised_text=revised or None)
+
+
+def assess_opinion(
+    llm: LLM, opinion_text: str, confidence: float, facts: list[tuple[str, str]]
+) -> OpinionAssessment:
+    """Label new evidence ``facts`` (``(memory_id, text)`` pairs) against an opinion with one LLM call.
+
+    Returns reinforce / weaken / contradict / neutral (neutral when the facts are unrelated), a short
+    rationale, and for contradict only a revised opinion text (None when the model gave none). Raises
+    ``ValueError`` for an empty opinion, a confidence outside [0, 1] or no usable facts, and ``LLMError``
+    when the model answers malformed twice.
+    """
+    _check_inputs(opinion_text, confidence, facts)
+    messages = build_assessment_prompt(opinion_text, confidence, facts)
+    return structured_call(
+        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS, check=_normalise
+    )
+
+
+async def aassess_opinion(
+    llm: LLM, opinion_text: str, confidence: float, facts: list[tuple[str, str]]
+) -> OpinionAssessment:
+    """Async twin of :func:`assess_opinion`."""
+    _check_inputs(opinion_text, confidence, facts)
+    messages = build_assessment_prompt(opinion_text, confidence, facts)
+    return await astructured_call(
+        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS, check=_normalise
+    )

@@ -1,0 +1,204 @@
+"""Reflect (CARA, paper section 5): recall, then one structured LLM call shaped by the bank's disposition.
+
+The model sees the bank's name, background and verbalised disposition, and the recalled memories numbered
+[1]..[n]. It answers, cites the numbers it relied on (mapped back to memory ids; invented numbers are
+dropped) and may form opinions, which are stored in the opinion network with their formation event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+
+from .disposition import verbalize
+from .errors import InvalidInputError, LLMError
+from .extract.base import ExtractedEntity, ExtractedFact
+from .llm.base import LLM, ChatMessage, MalformedOutputError
+from .models import (
+    BankProfile,
+    Disposition,
+    Document,
+    Memory,
+    Network,
+    OpinionEvent,
+    Recall,
+    Reflection,
+    utcnow,
+)
+from .opinions import FormedOpinion
+
+if TYPE_CHECKING:
+    from .hindsight import Hindsight
+
+UNKNOWN_ANSWER = "I don't know: nothing in my memory answers that."
+MAX_MEMORIES_IN_PROMPT = 24
+
+
+class _Answer(BaseModel):
+    known: bool = Field(description="false if the memories do not answer the question")
+    answer: str = Field(max_length=1200)
+    based_on: list[int] = Field(default_factory=list, max_length=12, description="numbers of memories used")
+    opinions: list[FormedOpinion] = Field(default_factory=list, max_length=3)
+
+
+def system_message(profile: BankProfile, disposition: Disposition) -> str:
+    """The reflect system message: identity, background and the verbalised disposition."""
+    background = profile.background.strip() or "(no background yet)"
+    return (
+        f"You are {profile.name}. Your background: {background}\n"
+        f"Your disposition: {verbalize(disposition)}\n"
+        "Answer the question using only the numbered memories you are given. Cite in based_on the numbers of "
+        "the memories you used. If they do not answer the question, set known to false and say you do not "
+        "know; never invent facts. You may form up to 3 opinions (your own judgments, with a confidence "
+        "between 0 and 1 and a short rationale) when the question invites a judgment; otherwise none."
+    )
+
+
+def user_message(query: str, memories: list[Memory], reference_time: datetime) -> str:
+    """The question with the recalled memories numbered from 1, each with its date."""
+    lines = [f"Current time: {reference_time:%Y-%m-%d %H:%M} UTC", "Memories:"]
+    for i, m in enumerate(memories, start=1):
+        when = m.occurred_start or m.mentioned_at
+        date = f"{when:%Y-%m-%d}" if when else "undated"
+        extra = f" (confidence {m.confidence:.2f})" if m.confidence is not None else ""
+        lines.append(f"[{i}] ({date}, {m.network.value}{extra}) {m.text}")
+    lines.append(f"Question: {query}")
+    return "\n".join(lines)
+
+
+def _relevant(recall: Recall) -> bool:
+    """Whether recall found anything at all related: a keyword match or a reasonably close vector."""
+    if not recall.memories:
+        return False
+    trace = recall.trace
+    if trace is None:
+        return True
+    for item in trace.items[: len(recall.memories)]:
+        if "keyword" in item.channels or "temporal" in item.channels:
+            return True
+        sem = item.channels.get("semantic")
+        if sem is not None and sem.score >= 0.3:
+            return True
+    return False
+
+
+class ReflectPipeline:
+    """Runs reflect for the banks of one ``Hindsight`` instance."""
+
+    def __init__(self, hs: Hindsight, llm: Callable[[], LLM], *, max_retries: int = 1) -> None:
+        self.hs = hs
+        self._llm = llm
+        self.max_retries = max_retries
+
+    def _prepare(
+        self, bank_id: str, query: str, disposition: Disposition | None, budget: int, reference_time: Any
+    ) -> tuple[BankProfile, Disposition, Recall, list[Memory], list[ChatMessage]]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("reflect needs a non-empty question")
+        profile = self.hs.store.get_bank(bank_id)
+        if profile is None:
+            from .errors import BankNotFoundError
+
+            raise BankNotFoundError(f"no bank {bank_id!r}")
+        disp = Disposition.model_validate(disposition) if disposition is not None else profile.disposition
+        recall = self.hs.recaller.recall(bank_id, query, budget=budget, reference_time=reference_time, trace=True)
+        memories = recall.memories[:MAX_MEMORIES_IN_PROMPT]
+        ref = recall.trace.reference_time if recall.trace is not None else utcnow()
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": system_message(profile, disp)},
+            {"role": "user", "content": user_message(query, memories, ref)},
+        ]
+        return profile, disp, recall, memories, messages
+
+    def _finish(
+        self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], messages: list[ChatMessage],
+        out: _Answer | None,
+    ) -> Reflection:
+        system = messages[0]["content"]
+        if out is None or not out.known:
+            answer = out.answer.strip() if out is not None and out.answer.strip() else UNKNOWN_ANSWER
+            return Reflection(query=query, answer=answer, known=False, memories=memories, disposition=disp,
+                              system_message=system)
+        based_on = list(dict.fromkeys(memories[n - 1].id for n in out.based_on if 1 <= n <= len(memories)))
+        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query)
+        return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on,
+                          opinions=opinions, memories=memories, disposition=disp, system_message=system)
+
+    def store_opinions(
+        self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None
+    ) -> list[Memory]:
+        """Store opinions in the opinion network with a "formed" history event each.
+
+        ``based_on`` are memory ids of the bank; the opinion's sources are their message ids.
+        """
+        formed = [o for o in formed if o.text.strip()]
+        if not formed:
+            return []
+        now = utcnow()
+        evidence = self.hs.store.get_units(bank_id, based_on)
+        based_on = [m.id for m in evidence]  # ids of other banks or unknown ids are not evidence
+        sources = list(dict.fromkeys(s for m in evidence for s in m.sources))
+        facts = [
+            ExtractedFact(
+                text=o.text.strip(), network=Network.OPINION, confidence=o.confidence, mentioned_at=now,
+                entities=[ExtractedEntity(name=e) for e in o.entities if e.strip()], sources=sources, position=i,
+            )
+            for i, o in enumerate(formed)
+        ]
+        doc = Document(id=f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "", timestamp=now)
+        meta: dict[str, Any] = {"based_on": based_on}
+        if query:
+            meta["query"] = query
+        result = self.hs.retainer.store_facts(doc, facts, metadata=meta)
+        for unit, opinion in zip(result.memories, formed, strict=True):
+            self.hs.store.add_opinion_event(bank_id, OpinionEvent(
+                opinion_id=unit.id, at=now, label="formed", new_confidence=opinion.confidence, evidence=based_on,
+                new_text=unit.text, rationale=opinion.rationale,
+            ))
+            unit.metadata["rationale"] = opinion.rationale
+        return result.memories
+
+    def _call(self, messages: list[ChatMessage]) -> _Answer:
+        llm = self._llm()
+        last: MalformedOutputError | None = None
+        for _ in range(self.max_retries + 1):
+            try:
+                return llm.generate(messages, _Answer, max_tokens=700)
+            except MalformedOutputError as exc:
+                last = exc
+        raise LLMError(f"reflect: the model's answer did not fit the schema: {last}; raw: {(last.raw or '')[:300]}")
+
+    async def _acall(self, messages: list[ChatMessage]) -> _Answer:
+        llm = self._llm()
+        last: MalformedOutputError | None = None
+        for _ in range(self.max_retries + 1):
+            try:
+                return await llm.agenerate(messages, _Answer, max_tokens=700)
+            except MalformedOutputError as exc:
+                last = exc
+        raise LLMError(f"reflect: the model's answer did not fit the schema: {last}; raw: {(last.raw or '')[:300]}")
+
+    def reflect(
+        self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,
+        reference_time: Any = None,
+    ) -> Reflection:
+        """See ``Bank.reflect``."""
+        _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
+        out = self._call(messages) if _relevant(recall) else None
+        return self._finish(bank_id, query, disp, memories, messages, out)
+
+    async def areflect(
+        self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,
+        reference_time: Any = None,
+    ) -> Reflection:
+        """Async twin: recall and storage in a worker thread, the model call natively async."""
+        _, disp, recall, memories, messages = await asyncio.to_thread(
+            self._prepare, bank_id, query, disposition, budget, reference_time
+        )
+        out = await self._acall(messages) if _relevant(recall) else None
+        return await asyncio.to_thread(self._finish, bank_id, query, disp, memories, messages, out)

@@ -1,0 +1,180 @@
+"""Reflect, opinions, observations and the background worker, with a scripted model to force outcomes.
+
+The same behaviours run against the real local model in ``test_cara_llm.py``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scripted_llm import ScriptedLLM
+
+from hindsight_core import Disposition, Hindsight
+from hindsight_core.disposition import opinion_step
+from hindsight_core.models import JobStatus, Network
+
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+FACTS = [
+    {"speaker": "Ana", "text": "I started running every morning in January.", "id": "m1"},
+    {"speaker": "Ana", "text": "I finished my first 10k race last Sunday in Porto.", "id": "m2"},
+    {"speaker": "Ana", "text": "My knee hurt a bit after the race but it is fine now.", "id": "m3"},
+]
+
+
+def answer(known: bool = True, text: str = "Ana runs.", based_on: list[int] | None = None,
+           opinions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"known": known, "answer": text, "based_on": based_on or [], "opinions": opinions or []}
+
+
+def test_reflect_system_message_follows_disposition_and_based_on_is_real(tmp_path: Path) -> None:
+    llm = ScriptedLLM([answer(based_on=[1, 2, 99]), answer(based_on=[1])])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach", background="I coach amateur runners.")
+        bank.retain(FACTS, timestamp=T0, extract=False)
+        warm = bank.reflect("Is Ana a committed runner?", disposition=Disposition(skepticism=1, literalism=2,
+                                                                                     empathy=5, bias=0.8))
+        cold = bank.reflect("Is Ana a committed runner?", disposition=Disposition(skepticism=5, literalism=5,
+                                                                                     empathy=1, bias=0.8))
+    assert warm.system_message != cold.system_message
+    assert "coach" in warm.system_message and "I coach amateur runners." in warm.system_message
+    assert llm.calls[0].system == warm.system_message and llm.calls[1].system == cold.system_message
+    recalled = {m.id for m in warm.memories}
+    assert warm.based_on and set(warm.based_on) <= recalled  # [99] was invented and dropped
+    assert len(warm.based_on) == 2
+    assert "[1]" in llm.calls[0].user and "Question: Is Ana a committed runner?" in llm.calls[0].user
+
+
+def test_reflect_stores_opinions_with_their_formation(tmp_path: Path) -> None:
+    op = {"text": "Ana is a dedicated runner.", "rationale": "daily runs and a race", "confidence": 0.7,
+          "entities": ["Ana"]}
+    llm = ScriptedLLM([answer(based_on=[1, 2], opinions=[op])])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach")
+        bank.retain(FACTS, timestamp=T0, extract=False)
+        result = bank.reflect("What do you think of Ana's running?")
+        assert [o.text for o in result.opinions] == ["Ana is a dedicated runner."]
+        opinion = bank.opinions()[0]
+        assert opinion.network == Network.OPINION and opinion.confidence == 0.7
+        assert "Ana" in opinion.entities
+        assert set(opinion.metadata["based_on"]) == set(result.based_on)
+        assert set(opinion.sources) <= {"m1", "m2", "m3"} and opinion.sources
+        history = bank.opinion_history(opinion.id)
+        assert [e.label for e in history] == ["formed"]
+        assert history[0].new_confidence == 0.7 and history[0].evidence == result.based_on
+        # opinions take part in recall as their own network
+        assert [m.id for m in bank.recall("dedicated runner", networks=["opinion"]).memories] == [opinion.id]
+
+
+def test_reflect_without_relevant_memory_says_it_does_not_know(tmp_path: Path) -> None:
+    llm = ScriptedLLM([])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        result = hs.bank("empty").reflect("What is Ana's favourite colour?")
+    assert not result.known and "don't know" in result.answer and result.based_on == []
+    assert llm.calls == []  # nothing to reason from: no model call, no invented answer
+
+
+def test_model_saying_unknown_forms_no_opinion(tmp_path: Path) -> None:
+    op = {"text": "x", "rationale": "y", "confidence": 0.9, "entities": []}
+    llm = ScriptedLLM([answer(known=False, text="I don't know.", based_on=[1], opinions=[op])])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("b")
+        bank.retain(FACTS, timestamp=T0, extract=False)
+        result = bank.reflect("What is Ana's favourite running shoe?")
+        assert not result.known and result.opinions == [] and bank.opinions() == []
+
+
+def _form_opinion(bank: Any) -> str:
+    bank.retain(FACTS, timestamp=T0, extract=False)
+    result = bank.reflect("What do you think of Ana's running?")
+    return result.opinions[0].id
+
+
+def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
+    op = {"text": "Ana is a dedicated runner.", "rationale": "r", "confidence": 0.5, "entities": ["Ana"]}
+
+    def responder(messages: Any, schema: Any) -> dict[str, Any]:
+        user = messages[-1]["content"]
+        if schema.__name__ == "_Answer":
+            return answer(based_on=[1], opinions=[op])
+        if schema.__name__ == "_SummaryOut":
+            return {"summary": "Ana runs."}
+        if "marathon" in user:
+            return {"why": "more training", "label": "reinforce", "revised": ""}
+        if "quit" in user:
+            return {"why": "stopped", "label": "contradict", "revised": "Ana used to be a dedicated runner."}
+        return {"why": "unrelated", "label": "neutral", "revised": ""}
+
+    llm = ScriptedLLM([responder] * 50)
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach", disposition=Disposition(skepticism=3))
+        opinion_id = _form_opinion(bank)
+        step = opinion_step(hs.settings.cara.opinion_step, Disposition(skepticism=3))
+        up = bank.retain([{"speaker": "Ana", "text": "I signed up for the Porto marathon, training daily.",
+                           "id": "m4"}], timestamp=T0 + timedelta(days=5), extract=False, background=True)
+        assert bank.wait_idle(60)
+        after_up = bank.memories([opinion_id])[0].confidence
+        assert after_up == pytest.approx(0.5 + step)
+        down = bank.retain([{"speaker": "Ana", "text": "I quit running entirely; Ana hates running now.",
+                             "id": "m5"}], timestamp=T0 + timedelta(days=30), extract=False, background=True)
+        assert bank.wait_idle(60)
+        final = bank.memories([opinion_id])[0]
+        assert final.confidence == pytest.approx(0.5 + step - 2 * step)
+        assert final.text == "Ana used to be a dedicated runner."
+        history = bank.opinion_history(opinion_id)
+        assert [e.label for e in history] == ["formed", "reinforce", "contradict"]
+        assert history[1].old_confidence == 0.5 and history[1].new_confidence == pytest.approx(after_up)
+        assert history[1].evidence == [up.memories[0].id]
+        assert history[2].evidence == [down.memories[0].id]
+        assert history[2].old_text == "Ana is a dedicated runner." and history[2].new_text == final.text
+        assert all(j.status == JobStatus.DONE for j in bank.jobs())
+
+
+def test_failing_job_is_retried_with_backoff_then_kept_as_failed(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([RuntimeError("model down")] * 10)) as hs:
+        hs.worker.backoff_s = 0.05
+        bank = hs.bank("b")
+        bank.retain(FACTS[:1], timestamp=T0, extract=False, background=True)
+        assert bank.wait_idle(30)
+        jobs = bank.jobs()
+        assert jobs and all(j.status == JobStatus.FAILED for j in jobs)
+        assert all(j.attempts == hs.worker.max_attempts and "model down" in (j.error or "") for j in jobs)
+
+
+def test_raw_ingest_queues_no_background_work_unless_asked(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([])) as hs:
+        bank = hs.bank("b")
+        bank.retain(FACTS, timestamp=T0, extract=False)
+        assert bank.jobs() == []
+
+
+def test_jobs_queued_by_a_killed_process_run_on_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "m"
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        sys.path.insert(0, {str(Path(__file__).parent)!r})
+        from hindsight_core import Hindsight
+        hs = Hindsight.open({str(path)!r}, start_worker=False)
+        hs.bank("b").retain({FACTS!r}, timestamp="2024-03-01", extract=False, background=True)
+        print("queued", flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "queued"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    llm = ScriptedLLM([{"summary": "Ana is a runner who ran a 10k in Porto."}] * 5)
+    with Hindsight.open(path, llm=llm) as hs:
+        bank = hs.bank("b", create=False)
+        assert bank.wait_idle(60)
+        assert all(j.status == JobStatus.DONE for j in bank.jobs()) and bank.jobs()
+        observation = bank.observation("Ana")
+        assert observation is not None and observation.network == Network.OBSERVATION
+        assert "Ana" in observation.text and set(observation.sources) <= {"m1", "m2", "m3"}
