@@ -125,6 +125,12 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser("reflect", parents=[common], help="answer a question from memory (CARA)")
         p.add_argument("bank", help="bank id")
         p.add_argument("query", help="the question")
+        p.add_argument("--budget", type=_positive_int, default=2000, help="recall budget in tokens (default 2000)")
+        p.add_argument("--reference-time", help="'now' for time expressions in the question")
+        for trait in ("skepticism", "literalism", "empathy"):
+            p.add_argument(f"--{trait}", type=int, choices=range(1, 6), metavar="1..5",
+                           help=f"override the bank's {trait} for this call")
+        p.add_argument("--bias", type=float, help="override the bank's bias (0..1) for this call")
         p.set_defaults(func=cmd_reflect)
 
     p = sub.add_parser("stats", parents=[common], help="list banks, or one bank's counts")
@@ -134,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", parents=[common], help="retain a bundled conversation and show recall at work",
                        description="Runs in a temporary directory unless --path is given on the command "
                                    "line.")
+    p.add_argument("--no-reflect", dest="reflect", action="store_false",
+                   help="skip the reflect part (it starts the local LLM)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("bench", help="benchmarks")
@@ -234,12 +242,28 @@ def cmd_recall(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_reflect(args: argparse.Namespace) -> dict[str, Any] | None:
     """``reflect BANK QUERY``: hands the question to ``Bank.reflect`` and prints what it returns."""
+    from .models import Disposition
+
     with _open(args, must_exist=True, bank=args.bank) as hs:
-        result = hs.bank(args.bank, create=False).reflect(args.query)  # type: ignore[attr-defined]
-    data = result.model_dump(mode="json") if hasattr(result, "model_dump") else {"result": str(result)}
+        bank = hs.bank(args.bank, create=False)
+        overrides = {k: getattr(args, k) for k in ("skepticism", "literalism", "empathy", "bias")
+                     if getattr(args, k) is not None}
+        disposition = None
+        if overrides:
+            try:
+                disposition = Disposition(**{**bank.profile.disposition.model_dump(), **overrides})
+            except ValueError as exc:
+                raise CLIError(f"invalid disposition: {exc}") from exc
+        result = bank.reflect(args.query, disposition=disposition, budget=args.budget,
+                              reference_time=args.reference_time)
     if args.json:
-        return data
-    print(getattr(result, "answer", None) or getattr(result, "text", None) or result)
+        return result.model_dump(mode="json")
+    print(result.answer)
+    cited = [m for m in result.memories if m.id in result.based_on]
+    if cited:
+        print("based on: " + "; ".join(f"[{', '.join(m.sources) or m.id}] {m.text[:80]}" for m in cited))
+    for o in result.opinions:
+        print(f"opinion formed (confidence {o.confidence:.2f}): {o.text}")
     return None
 
 
@@ -278,7 +302,8 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any] | None:
     from .demo import run_demo
 
     out: Callable[..., None] = _stderr_print if args.json else print
-    summary = run_demo(args.path, out=out)  # args.path is None unless given: the demo then uses a temp dir
+    # args.path is None unless given: the demo then uses a temp dir
+    summary = run_demo(args.path, out=out, reflect=args.reflect)
     return summary if args.json else None
 
 

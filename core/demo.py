@@ -41,7 +41,16 @@ def load_conversation() -> dict[str, Any]:
     return json.loads(resource.read_text(encoding="utf-8"))
 
 
-def run_demo(path: str | None = None, out: Callable[..., None] = print) -> dict[str, Any]:
+REFLECT_QUESTION = "Is Maya a good person to ask for help with a dog?"
+DISPOSITIONS = {
+    "warm (S=1, L=2, E=5, bias=0.8)": (1, 2, 5, 0.8),
+    "strict (S=5, L=5, E=1, bias=0.8)": (5, 5, 1, 0.8),
+}
+
+
+def run_demo(
+    path: str | None = None, out: Callable[..., None] = print, *, reflect: bool = True, llm: Any = None
+) -> dict[str, Any]:
     """Retain the bundled conversation into bank ``demo`` and run a few traced recalls, printing as it goes.
 
     ``path`` is the memory directory; ``None`` uses a temporary one that is removed afterwards. ``out`` is
@@ -64,7 +73,7 @@ def run_demo(path: str | None = None, out: Callable[..., None] = print) -> dict[
         summary: dict[str, Any] = {"path": None if tmp else str(root), "bank": BANK_ID, "documents": [],
                                    "queries": []}
         t0 = time.perf_counter()
-        with Hindsight.open(root) as hs:
+        with Hindsight.open(root, **({"llm": llm} if llm is not None else {})) as hs:
             bank = hs.bank(BANK_ID)
             rows = []
             for s in sessions:
@@ -127,6 +136,8 @@ def run_demo(path: str | None = None, out: Callable[..., None] = print) -> dict[
                     "top_sources": [s for m in rec.memories for s in m.sources],
                     "timings_ms": trace.timings_ms,
                 })
+            if reflect:
+                summary["reflections"] = _reflect(bank, out)
         out("")
         out("Each memory keeps the ids of the messages it came from (source) and its document: that is the "
             "audit trail.")
@@ -134,6 +145,33 @@ def run_demo(path: str | None = None, out: Callable[..., None] = print) -> dict[
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
+    """Reflect on one question with two contrasting dispositions; print answers and opinions formed."""
+    from .models import Disposition
+
+    out("")
+    out(f"Reflect: {REFLECT_QUESTION!r} with two dispositions over the same memories (local LLM; the first "
+        "call starts it)")
+    results = []
+    for label, (s, lit, e, b) in DISPOSITIONS.items():
+        t = time.perf_counter()
+        r = bank.reflect(REFLECT_QUESTION, disposition=Disposition(skepticism=s, literalism=lit, empathy=e, bias=b),
+                         reference_time="2025-07-01")
+        out("")
+        out(f"  {label}  ({time.perf_counter() - t:.1f} s)")
+        out(_indent(f"answer: {r.answer}"))
+        cited = [m for m in r.memories if m.id in r.based_on]
+        out(_indent(f"based on: {', '.join(s for m in cited for s in m.sources) or '-'}"))
+        for o in r.opinions:
+            out(_indent(f"opinion (confidence {o.confidence:.2f}): {o.text}"))
+        if not r.opinions:
+            out(_indent("no opinion formed"))
+        results.append({"disposition": label, "answer": r.answer, "known": r.known, "based_on": r.based_on,
+                        "opinions": [{"id": o.id, "text": o.text, "confidence": o.confidence} for o in r.opinions],
+                        "system_message": r.system_message})
+    return results
 
 
 _ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "temporal": "time"}

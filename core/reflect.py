@@ -51,7 +51,7 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
     background = profile.background.strip() or "(no background yet)"
     return (
         f"You are {profile.name}. Your background: {background}\n"
-        f"Your disposition: {verbalize(disposition)}\n"
+        f"{verbalize(disposition)}\n"
         "Answer the question using only the numbered memories you are given. Cite in based_on the numbers of "
         "the memories you used. If they do not answer the question, set known to false and say you do not "
         "know; never invent facts. You may form up to 3 opinions (your own judgments, with a confidence "

@@ -257,7 +257,7 @@ def test_locomo_data_is_found_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path
 @pytest.fixture(scope="module")
 def demo() -> tuple[dict[str, Any], str]:
     """``hindsight --json demo``: the summary (stdout) and the printed tour (stderr in JSON mode)."""
-    code, out, err = call("--json", "demo")
+    code, out, err = call("--json", "demo", "--no-reflect")
     assert code == 0, err
     return json.loads(out), err
 
@@ -346,3 +346,24 @@ def test_synthetic_units_are_deterministic_and_varied() -> None:
     assert first == list(synthetic_units(200))
     assert len({text.rsplit(" (note", 1)[0] for text, _ in first}) > 150
     assert all(a[1] < b[1] for a, b in itertools.pairwise(first))
+
+
+def test_demo_reflects_with_two_dispositions() -> None:
+    from scripted_llm import ScriptedLLM
+
+    from hindsight_core.demo import run_demo
+
+    def answer(messages: Any, schema: Any) -> dict[str, Any]:
+        warm = "trust" in messages[0]["content"].lower()
+        return {"known": True, "answer": "Yes." if warm else "Probably.", "based_on": [1, 2],
+                "opinions": [{"text": "Maya is caring with dogs.", "rationale": "she adopted Pepper",
+                              "confidence": 0.9 if warm else 0.4, "entities": ["Maya"]}]}
+
+    lines: list[str] = []
+    summary = run_demo(None, out=lambda *a, **k: lines.append(" ".join(map(str, a))),
+                       llm=ScriptedLLM([answer, answer]))
+    first, second = summary["reflections"]
+    assert first["system_message"] != second["system_message"]
+    assert [o["confidence"] for o in first["opinions"] + second["opinions"]] == [0.9, 0.4]
+    printed = "\n".join(lines)
+    assert "opinion (confidence 0.90)" in printed and "opinion (confidence 0.40)" in printed

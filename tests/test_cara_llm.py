@@ -1,0 +1,97 @@
+"""Reflect, opinion dynamics and observations with the real local model (Qwen2.5-Coder-1.5B, llama.cpp).
+
+Slow (a few minutes on 2 CPU cores). A missing runtime or missing weights is a failure, not a skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from hindsight_core import Disposition, Hindsight
+from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.models import JobStatus, Network
+
+pytestmark = pytest.mark.llm
+
+T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
+RUNNING = [
+    {"speaker": "Ana", "text": "I started running every morning in January.", "id": "m1"},
+    {"speaker": "Ana", "text": "I finished my first 10k race last Sunday in Porto.", "id": "m2"},
+    {"speaker": "Ana", "text": "My knee hurt a bit after the race but it is fine now.", "id": "m3"},
+]
+
+
+@pytest.fixture(scope="module")
+def qwen() -> Iterator[LocalLLM]:
+    llm = LocalLLM("qwen2.5-1.5b")
+    yield llm
+    shutdown_local_servers()
+
+
+def test_two_dispositions_reflect_differently_over_the_same_memories(tmp_path: Path, qwen: LocalLLM) -> None:
+    with Hindsight.open(tmp_path / "m", llm=qwen) as hs:
+        bank = hs.bank("coach", background="I coach amateur runners.")
+        bank.retain(RUNNING, timestamp=T0, extract=False)
+        warm = bank.reflect("Is Ana a committed runner?",
+                            disposition=Disposition(skepticism=1, literalism=2, empathy=5, bias=0.8))
+        cold = bank.reflect("Is Ana a committed runner?",
+                            disposition=Disposition(skepticism=5, literalism=5, empathy=1, bias=0.8))
+        assert warm.system_message != cold.system_message
+        for result in (warm, cold):
+            assert result.answer.strip()
+            assert set(result.based_on) <= hs.store.unit_ids("coach")
+            for opinion in result.opinions:
+                assert opinion.network == Network.OPINION and 0.0 <= (opinion.confidence or 0) <= 1.0
+                assert bank.opinion_history(opinion.id)[0].label == "formed"
+        assert warm.known or cold.known
+
+
+def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path, qwen: LocalLLM) -> None:
+    with Hindsight.open(tmp_path / "m", llm=qwen) as hs:
+        bank = hs.bank("coach")
+        facts = bank.retain(RUNNING, timestamp=T0, extract=False)
+        opinion = bank.add_opinion("Ana is a dedicated runner.", 0.6, entities=["Ana"],
+                                   based_on=[m.id for m in facts.memories])
+        support = bank.retain(
+            [{"speaker": "Ana", "text": "I ran a full marathon today and I train every single day.", "id": "m4"}],
+            timestamp=T0 + timedelta(days=30), extract=False, background=True,
+        )
+        assert bank.wait_idle(900)
+        risen = bank.get(opinion.id)
+        assert risen is not None and (risen.confidence or 0) > 0.6
+        against = bank.retain(
+            [{"speaker": "Ana", "text": "I quit running for good. I have not run once in six months.", "id": "m5"}],
+            timestamp=T0 + timedelta(days=220), extract=False, background=True,
+        )
+        assert bank.wait_idle(900)
+        fallen = bank.get(opinion.id)
+        assert fallen is not None and (fallen.confidence or 0) < (risen.confidence or 0)
+        history = bank.opinion_history(opinion.id)
+        assert history[0].label == "formed"
+        rise = next(e for e in history if e.label == "reinforce")
+        fall = next(e for e in history if e.label in ("weaken", "contradict"))
+        assert rise.evidence == [support.memories[0].id] and fall.evidence == [against.memories[0].id]
+        assert all(0.0 <= e.new_confidence <= 1.0 for e in history)
+        assert all(j.status == JobStatus.DONE for j in bank.jobs())
+
+
+def test_observation_is_written_and_follows_new_facts(tmp_path: Path, qwen: LocalLLM) -> None:
+    with Hindsight.open(tmp_path / "m", llm=qwen) as hs:
+        bank = hs.bank("coach")
+        bank.retain(RUNNING, timestamp=T0, extract=False, background=True)
+        assert bank.wait_idle(900)
+        first = bank.observation("Ana")
+        assert first is not None and first.network == Network.OBSERVATION and first.text.strip()
+        bank.retain([{"speaker": "Ana", "text": "I moved to Lisbon and switched from running to swimming.",
+                      "id": "m6"}], timestamp=T0 + timedelta(days=60), extract=False, background=True)
+        assert bank.wait_idle(900)
+        second = bank.observation("Ana")
+        assert second is not None and second.text != first.text
+        assert "m6" in second.sources
+        assert any(w in second.text.lower() for w in ("lisbon", "swim"))
+        # observations take part in recall as their own network
+        assert second.id in [m.id for m in bank.recall("Ana", networks=["observation"]).memories]
