@@ -40,7 +40,7 @@ MAX_MEMORIES_IN_PROMPT = 24
 
 
 class _Answer(BaseModel):
-    known: bool = Field(description="false if the memories do not answer the question")
+    known: bool = Field(description="true if some memories are relevant to the question")
     answer: str = Field(max_length=1200)
     based_on: list[int] = Field(default_factory=list, max_length=12, description="numbers of memories used")
     opinions: list[FormedOpinion] = Field(default_factory=list, max_length=3)
@@ -52,10 +52,11 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
     return (
         f"You are {profile.name}. Your background: {background}\n"
         f"{verbalize(disposition)}\n"
-        "Answer the question using only the numbered memories you are given. Cite in based_on the numbers of "
-        "the memories you used. If they do not answer the question, set known to false and say you do not "
-        "know; never invent facts. You may form up to 3 opinions (your own judgments, with a confidence "
-        "between 0 and 1 and a short rationale) when the question invites a judgment; otherwise none."
+        "Answer the question from the numbered memories you are given, reasoning and judging in line with "
+        "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
+        "some memories are relevant; only if none is relevant, set known to false and say you do not know. "
+        "Never invent facts. When the question asks for a judgment, form one opinion (your own judgment, "
+        "confidence between 0 and 1, short rationale); otherwise none."
     )
 
 
