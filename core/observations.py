@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from .llm.base import LLM, ChatMessage, MalformedOutputError
-from .opinions import astructured_call, clip, structured_call
+from .opinions import LLM_SCHEMA_CONFIG, astructured_call, clip, structured_call
 
 __all__ = [
     "MAX_FACTS",
@@ -42,7 +42,7 @@ _PREVIOUS_CHARS = SUMMARY_CHARS + 200
 class _SummaryOut(BaseModel):
     """LLM-facing schema: one bounded string (the grammar cuts a looping model off at ``maxLength``)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = LLM_SCHEMA_CONFIG
 
     summary: str = Field(max_length=SUMMARY_CHARS + 100, description="2-4 objective sentences")
 

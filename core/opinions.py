@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from enum import StrEnum
-from typing import Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -22,6 +22,7 @@ from .errors import LLMError
 from .llm.base import LLM, ChatMessage, MalformedOutputError
 
 __all__ = [
+    "LLM_SCHEMA_CONFIG",
     "Assessment",
     "FormedOpinion",
     "OpinionAssessment",
@@ -60,6 +61,24 @@ def clip(text: str, limit: int) -> str:
         return cut
     space = cut.rfind(" ")
     return (cut[:space] if space >= limit // 2 else cut).rstrip(" ,;:")
+
+
+def _strict_schema(schema: dict[str, Any]) -> None:
+    """``json_schema_extra`` for LLM-facing models: every property required, no extra keys, no titles or
+    defaults (tokens a model never needs), so OpenAI ``strict`` mode accepts the schema and constrained
+    decoders produce complete objects; validation itself stays lenient (defaults, clipping)."""
+    props = schema.get("properties", {})
+    for prop in props.values():
+        prop.pop("title", None)
+        prop.pop("default", None)
+    schema["required"] = list(props)
+    schema["additionalProperties"] = False
+    schema.pop("title", None)
+    schema.pop("description", None)
+
+
+LLM_SCHEMA_CONFIG = ConfigDict(extra="ignore", json_schema_extra=_strict_schema)
+"""Model config for schemas sent to an LLM (see ``_strict_schema``)."""
 
 
 def _preview(raw: str | None) -> str:
@@ -209,16 +228,20 @@ _MAX_ENTITIES = 5
 class FormedOpinion(BaseModel):
     """An opinion formed during reflect: text (first person is fine), why, confidence and its entities.
 
-    Bounded for LLM schemas (strings and the entity list carry ``maxLength``/``maxItems``); validation is
-    lenient (over-long values are clipped, ``"80"``/``80`` reads as 0.8) so sloppy but usable output passes.
+    Ready to embed in an LLM schema: strings and the entity list carry ``maxLength``/``maxItems``, and the
+    advertised schema is strict (all keys required, no extra keys). Validation is lenient (over-long values
+    are clipped, ``"80"``/``80`` reads as 0.8, missing optional keys take defaults) so sloppy but usable
+    output passes.
     """
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = LLM_SCHEMA_CONFIG
 
     text: str = Field(max_length=_OPINION_CHARS, description="the opinion, one sentence")
     rationale: str = Field("", max_length=_RATIONALE_CHARS, description="why, one short sentence")
     confidence: float = Field(0.5, ge=0.0, le=1.0, description="0 to 1")
-    entities: list[str] = Field(default_factory=list, max_length=_MAX_ENTITIES, description="names it is about")
+    entities: list[Annotated[str, Field(max_length=_ENTITY_CHARS)]] = Field(
+        default_factory=list, max_length=_MAX_ENTITIES, description="names it is about"
+    )
 
     @field_validator("text", mode="before")
     @classmethod
@@ -262,6 +285,7 @@ class FormedOpinion(BaseModel):
 _MAX_FACTS = 20
 _FACT_CHARS = 300
 _MAX_TOKENS = 200
+_REASON_CHARS = 200
 
 _LABEL_SYNONYMS = {
     "support": "reinforce", "supports": "reinforce", "reinforces": "reinforce", "confirm": "reinforce",
@@ -271,18 +295,18 @@ _LABEL_SYNONYMS = {
 
 
 class _AssessmentOut(BaseModel):
-    """LLM-facing schema: short reason first (a small model labels better after saying why), then label."""
+    """LLM-facing schema. The reason comes first: a small model labels better after saying why."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = LLM_SCHEMA_CONFIG
 
-    why: str = Field(max_length=200, description="one short sentence")
+    reason: str = Field(max_length=_REASON_CHARS, description="one short sentence")
     label: Literal["reinforce", "weaken", "contradict", "neutral"]
     revised: str = Field(max_length=_OPINION_CHARS, description='contradict only: corrected opinion; else ""')
 
-    @field_validator("why", mode="before")
+    @field_validator("reason", mode="before")
     @classmethod
-    def _why(cls, v: Any) -> Any:
-        return _trim(v, 200)
+    def _reason(cls, v: Any) -> Any:
+        return _trim(v, _REASON_CHARS)
 
     @field_validator("revised", mode="before")
     @classmethod
@@ -298,27 +322,41 @@ class _AssessmentOut(BaseModel):
         return v
 
 
-_ASSESS_SYSTEM = """You check how new evidence bears on an opinion. Pick one label:
-- reinforce: the evidence supports the opinion.
-- weaken: the evidence makes the opinion less likely but does not disprove it.
-- contradict: the evidence shows the opinion is wrong.
-- neutral: the evidence is about something else or says nothing about the opinion.
-why: one short sentence. revised: only for contradict, the opinion rewritten to fit the evidence \
-(one sentence); otherwise ""."""
+# Measured on Qwen2.5-Coder-1.5B over 8 cases (2 reinforce, 3 contradict, 2 neutral, 1 weaken): this
+# prompt 7/8 (the weaken case came out contradict). Without the worked examples, or with the label before
+# the reason, it scored 4/8 (everything "contradict", the reason field holding the label); a decomposed
+# schema (same_topic / agrees / proves_false booleans) also 4/8. The examples share nothing with real data.
+_ASSESS_SYSTEM = """You decide how new evidence affects an opinion.
+reason: one short sentence: is the evidence about the opinion's subject, and does it agree with it?
+label:
+- reinforce: the evidence agrees with the opinion.
+- weaken: the evidence casts some doubt on the opinion but does not disprove it.
+- contradict: the evidence clearly shows the opinion is false.
+- neutral: the evidence is about something else.
+revised: for contradict only, the opinion rewritten so that it is true given the evidence; otherwise "".
+Examples:
+Opinion: Sam is a good cook. Evidence: Every guest praised Sam's food.
+{"reason": "Praise for Sam's food agrees that Sam cooks well.", "label": "reinforce", "revised": ""}
+Opinion: Sam is a good cook. Evidence: Sam burned the rice once.
+{"reason": "One burned dish casts some doubt on Sam's cooking.", "label": "weaken", "revised": ""}
+Opinion: Sam lives in Paris. Evidence: Sam has lived in Berlin for ten years.
+{"reason": "Living in Berlin shows Sam does not live in Paris.", "label": "contradict", \
+"revised": "Sam lives in Berlin."}
+Opinion: Sam is a good cook. Evidence: It rained in Lima on Sunday.
+{"reason": "The weather in Lima says nothing about Sam's cooking.", "label": "neutral", "revised": ""}"""
 
 
-def build_assessment_prompt(
-    opinion_text: str, confidence: float, facts: Sequence[tuple[str, str]]
-) -> list[ChatMessage]:
+def build_assessment_prompt(opinion_text: str, facts: Sequence[tuple[str, str]]) -> list[ChatMessage]:
     """The chat messages of one assessment call (at most 20 facts, each clipped to 300 characters).
 
     Facts are numbered 1..n rather than shown with their memory ids: ids cost tokens and the verdict is
-    about the evidence as a whole.
+    about the evidence as a whole. The opinion's confidence is not shown: the label must say what the
+    evidence does, not how sure we already were.
     """
     lines = [f"{i}. {clip(text, _FACT_CHARS)}" for i, (_, text) in enumerate(_usable(facts)[:_MAX_FACTS], 1)]
     user = (
-        f"Opinion (confidence {confidence:.2f}): {clip(opinion_text, _OPINION_CHARS)}\n"
-        "New evidence:\n" + "\n".join(lines) + "\nAnswer with JSON: why, label, revised."
+        f"Opinion: {clip(opinion_text, _OPINION_CHARS)}\n"
+        "Evidence:\n" + "\n".join(lines) + "\nAnswer with JSON: reason, label, revised."
     )
     return [ChatMessage(role="system", content=_ASSESS_SYSTEM), ChatMessage(role="user", content=user)]
 
@@ -344,11 +382,26 @@ def _check_inputs(opinion_text: str, confidence: float, facts: Sequence[tuple[st
         raise ValueError("no facts to assess the opinion against")
 
 
-def _normalise(out: _AssessmentOut) -> OpinionAssessment:
-    """Public verdict: the revision is kept only for a contradiction, and an empty one becomes None."""
-    label = Assessment(out.label)
-    revised = out.revised.strip() if label is Assessment.CONTRADICT else ""
-    return OpinionAssessment(label=label, rationale=out.why.strip(), revised_text=revised or None)
+def _same_text(a: str, b: str) -> bool:
+    def norm(t: str) -> str:
+        return " ".join(t.lower().replace(".", " ").split())
+
+    return norm(a) == norm(b)
+
+
+def _normaliser(opinion_text: str) -> Callable[[_AssessmentOut], OpinionAssessment]:
+    """Public verdict from the model's answer: the revision is kept only for a contradiction; an empty one,
+    or one that merely repeats the opinion (Qwen 1.5B does that in about a third of contradictions),
+    becomes None."""
+
+    def normalise(out: _AssessmentOut) -> OpinionAssessment:
+        label = Assessment(out.label)
+        revised = out.revised.strip() if label is Assessment.CONTRADICT else ""
+        if revised and _same_text(revised, opinion_text):
+            revised = ""
+        return OpinionAssessment(label=label, rationale=out.reason.strip(), revised_text=revised or None)
+
+    return normalise
 
 
 def assess_opinion(
@@ -357,14 +410,16 @@ def assess_opinion(
     """Label new evidence ``facts`` (``(memory_id, text)`` pairs) against an opinion with one LLM call.
 
     Returns reinforce / weaken / contradict / neutral (neutral when the facts are unrelated), a short
-    rationale, and for contradict only a revised opinion text (None when the model gave none). Raises
+    rationale, and for contradict only a revised opinion text (None when the model gave none or merely
+    repeated the opinion). At most 20 distinct facts are shown, each clipped to 300 characters. Raises
     ``ValueError`` for an empty opinion, a confidence outside [0, 1] or no usable facts, and ``LLMError``
-    when the model answers malformed twice.
+    when the model answers malformed twice. ``confidence`` is validated but not shown to the model.
     """
     _check_inputs(opinion_text, confidence, facts)
-    messages = build_assessment_prompt(opinion_text, confidence, facts)
+    messages = build_assessment_prompt(opinion_text, facts)
     return structured_call(
-        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS, check=_normalise
+        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS,
+        check=_normaliser(opinion_text),
     )
 
 
@@ -373,7 +428,8 @@ async def aassess_opinion(
 ) -> OpinionAssessment:
     """Async twin of :func:`assess_opinion`."""
     _check_inputs(opinion_text, confidence, facts)
-    messages = build_assessment_prompt(opinion_text, confidence, facts)
+    messages = build_assessment_prompt(opinion_text, facts)
     return await astructured_call(
-        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS, check=_normalise
+        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS,
+        check=_normaliser(opinion_text),
     )

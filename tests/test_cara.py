@@ -107,10 +107,10 @@ def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
         if schema.__name__ == "_SummaryOut":
             return {"summary": "Ana runs."}
         if "marathon" in user:
-            return {"why": "more training", "label": "reinforce", "revised": ""}
+            return {"reason": "more training", "label": "reinforce", "revised": ""}
         if "quit" in user:
-            return {"why": "stopped", "label": "contradict", "revised": "Ana used to be a dedicated runner."}
-        return {"why": "unrelated", "label": "neutral", "revised": ""}
+            return {"reason": "stopped", "label": "contradict", "revised": "Ana used to be a dedicated runner."}
+        return {"reason": "unrelated", "label": "neutral", "revised": ""}
 
     llm = ScriptedLLM([responder] * 50)
     with Hindsight.open(tmp_path / "m", llm=llm) as hs:

@@ -95,3 +95,17 @@ def test_observation_is_written_and_follows_new_facts(tmp_path: Path, qwen: Loca
         assert any(w in second.text.lower() for w in ("lisbon", "swim"))
         # observations take part in recall as their own network
         assert second.id in [m.id for m in bank.recall("Ana", networks=["observation"]).memories]
+
+
+def test_background_merge_is_first_person_and_the_new_snippet_wins(tmp_path: Path, qwen: LocalLLM) -> None:
+    import re
+
+    with Hindsight.open(tmp_path / "m", llm=qwen) as hs:
+        bank = hs.bank("founder", background="I was born in Colorado.")
+        profile = bank.merge_background("You were born in Texas and have 10 years of startup experience.")
+        text = profile.background
+        assert "Texas" in text and "startup" in text.lower()
+        assert "Colorado" not in text
+        assert not re.search(r"\byou(r|rs|rself)?\b", text, re.IGNORECASE)
+        assert re.search(r"\b(I|my|me)\b", text)
+        assert hs.bank("founder").profile.background == text  # stored
