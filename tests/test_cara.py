@@ -5,11 +5,6 @@ The same behaviours run against the real local model in ``test_cara_llm.py``.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
-import textwrap
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -153,28 +148,3 @@ def test_raw_ingest_queues_no_background_work_unless_asked(tmp_path: Path) -> No
         bank = hs.bank("b")
         bank.retain(FACTS, timestamp=T0, extract=False)
         assert bank.jobs() == []
-
-
-def test_jobs_queued_by_a_killed_process_run_on_reopen(tmp_path: Path) -> None:
-    path = tmp_path / "m"
-    script = textwrap.dedent(f"""
-        import os, sys, time
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from hindsight_core import Hindsight
-        hs = Hindsight.open({str(path)!r}, start_worker=False)
-        hs.bank("b").retain({FACTS!r}, timestamp="2024-03-01", extract=False, background=True)
-        print("queued", flush=True)
-        time.sleep(60)
-    """)
-    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "queued"
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    llm = ScriptedLLM([{"summary": "Ana is a runner who ran a 10k in Porto."}] * 5)
-    with Hindsight.open(path, llm=llm) as hs:
-        bank = hs.bank("b", create=False)
-        assert bank.wait_idle(60)
-        assert all(j.status == JobStatus.DONE for j in bank.jobs()) and bank.jobs()
-        observation = bank.observation("Ana")
-        assert observation is not None and observation.network == Network.OBSERVATION
-        assert "Ana" in observation.text and set(observation.sources) <= {"m1", "m2", "m3"}

@@ -5,6 +5,11 @@ Slow (a few minutes on 2 CPU cores). A missing runtime or missing weights is a f
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -109,3 +114,26 @@ def test_background_merge_is_first_person_and_the_new_snippet_wins(tmp_path: Pat
         assert not re.search(r"\byou(r|rs|rself)?\b", text, re.IGNORECASE)
         assert re.search(r"\b(I|my|me)\b", text)
         assert hs.bank("founder").profile.background == text  # stored
+
+
+def test_jobs_queued_by_a_killed_process_run_on_reopen(tmp_path: Path, qwen: LocalLLM) -> None:
+    path = tmp_path / "m"
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        from hindsight_core import Hindsight
+        hs = Hindsight.open({str(path)!r}, start_worker=False)
+        hs.bank("b").retain({RUNNING!r}, timestamp="2024-03-01", extract=False, background=True)
+        print("queued", flush=True)
+        time.sleep(60)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "queued"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    with Hindsight.open(path, llm=qwen) as hs:
+        bank = hs.bank("b", create=False)
+        assert bank.wait_idle(60)
+        assert all(j.status == JobStatus.DONE for j in bank.jobs()) and bank.jobs()
+        observation = bank.observation("Ana")
+        assert observation is not None and observation.network == Network.OBSERVATION
+        assert observation.text.strip() and set(observation.sources) <= {"m1", "m2", "m3"}

@@ -533,25 +533,4 @@ def test_clip() -> None:
     assert clip("First sentence here. Second sentence is longer.", 30) == "First sentence here."
     assert clip("word " * 20, 12) == "word word"
     assert len(clip("x" * 50, 10)) == 10
-
-
-# --------------------------------------------------------------------------------------------------------
-# Real model
-# --------------------------------------------------------------------------------------------------------
-
-
-@pytest.mark.llm
-def test_merge_background_real_model() -> None:
-    from hindsight_core.llm import LocalLLM, shutdown_local_servers
-
-    try:
-        llm = LocalLLM("qwen2.5-1.5b")
-        merged = merge_background(
-            llm, "I was born in Colorado.", "You were born in Texas and have 10 years of startup experience."
-        )
-        low = merged.lower()
-        assert "texas" in low and "startup" in low, merged
-        assert "colorado" not in low, merged
-        assert not re.search(r"\byou\b", merged, re.IGNORECASE), merged
-    finally:
-        shutdown_local_servers()
+# The real-model merge runs through Bank.merge_background in test_cara_llm.py.
