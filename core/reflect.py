@@ -40,9 +40,11 @@ MAX_MEMORIES_IN_PROMPT = 24
 
 
 class _Answer(BaseModel):
+    # Citations come before the answer: a small model that first picks its evidence answers from it.
     known: bool = Field(description="true if some memories are relevant to the question")
-    answer: str = Field(max_length=1200)
-    based_on: list[int] = Field(default_factory=list, max_length=12, description="numbers of memories used")
+    # At least one citation: small models otherwise answer "from nowhere" (ignored when known is false).
+    based_on: list[int] = Field(min_length=1, max_length=8, description="numbers of the relevant memories")
+    answer: str = Field(max_length=1200, description="1-3 sentences that give the reasoning")
     opinions: list[FormedOpinion] = Field(default_factory=list, max_length=3)
 
 
@@ -55,8 +57,9 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
         "Answer the question from the numbered memories you are given, reasoning and judging in line with "
         "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
         "some memories are relevant; only if none is relevant, set known to false and say you do not know. "
-        "Never invent facts. When the question asks for a judgment, form one opinion (your own judgment, "
-        "confidence between 0 and 1, short rationale); otherwise none."
+        "Never invent facts. If the question asks for a judgment (is, should, would, what do you think), "
+        "add your judgment to opinions: one sentence in your own words, a confidence between 0 and 1 that "
+        "reflects your disposition, and a short rationale."
     )
 
 
