@@ -64,8 +64,12 @@ class Worker:
         self.start()
         self._wake.set()
 
-    def stop(self, timeout: float = 30.0) -> None:
-        """Ask the thread to finish its current job and exit."""
+    def stop(self, timeout: float | None = None) -> None:
+        """Ask the thread to finish its current job and exit; waits for that job (queued ones stay queued).
+
+        Waiting matters: abandoning a job mid model call would leave a request in flight while the caller
+        may already be shutting the model server down.
+        """
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

@@ -40,7 +40,7 @@ def qwen() -> Iterator[LocalLLM]:
 def test_llm_retain_yields_sourced_narrative_facts_entities_and_links(tmp_path: Path, qwen: LocalLLM) -> None:
     with Hindsight.open(tmp_path / "mem", llm=qwen) as hs:
         bank = hs.bank("caroline")
-        result = bank.retain(EXCHANGE, timestamp=T0, document_id="session-1")
+        result = bank.retain(EXCHANGE, timestamp=T0, document_id="session-1", background=False)
         ids = {m["id"] for m in EXCHANGE}
         assert 2 <= len(result.memories) <= 12
         for memory in result.memories:

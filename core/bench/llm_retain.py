@@ -33,7 +33,8 @@ def run_llm_retain(
             Hindsight.open(tmp, **({"llm": llm} if llm is not None else {})) as hs:
         bank = hs.bank("llm-retain")
         t = time.perf_counter()
-        result = bank.retain(chosen.messages, timestamp=chosen.timestamp, document_id=chosen.document_id)
+        result = bank.retain(chosen.messages, timestamp=chosen.timestamp, document_id=chosen.document_id,
+                             background=False)
         seconds = time.perf_counter() - t
         facts = [
             {"text": m.text, "network": m.network.value, "sources": m.sources, "entities": m.entities,
