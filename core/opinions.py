@@ -16,10 +16,10 @@ from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from .errors import LLMError
-from .llm.base import LLM, ChatMessage, MalformedOutputError
+from .llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage, MalformedOutputError
 
 __all__ = [
     "LLM_SCHEMA_CONFIG",
@@ -63,21 +63,6 @@ def clip(text: str, limit: int) -> str:
     return (cut[:space] if space >= limit // 2 else cut).rstrip(" ,;:")
 
 
-def _strict_schema(schema: dict[str, Any]) -> None:
-    """``json_schema_extra`` for LLM-facing models: every property required, no extra keys, no titles or
-    defaults (tokens a model never needs), so OpenAI ``strict`` mode accepts the schema and constrained
-    decoders produce complete objects; validation itself stays lenient (defaults, clipping)."""
-    props = schema.get("properties", {})
-    for prop in props.values():
-        prop.pop("title", None)
-        prop.pop("default", None)
-    schema["required"] = list(props)
-    schema["additionalProperties"] = False
-    schema.pop("title", None)
-    schema.pop("description", None)
-
-
-LLM_SCHEMA_CONFIG = ConfigDict(extra="ignore", json_schema_extra=_strict_schema)
 """Model config for schemas sent to an LLM (see ``_strict_schema``)."""
 
 

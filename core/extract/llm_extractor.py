@@ -64,10 +64,10 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from dateutil.relativedelta import relativedelta
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from ..errors import EmptyExtractionError, ExtractionError, InvalidInputError
-from ..llm.base import LLM, ChatMessage, MalformedOutputError
+from ..llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage, MalformedOutputError
 from ..models import EntityType, LinkType, Message, Network, as_utc
 from .base import CausalRelation, ExtractedEntity, ExtractedFact
 
@@ -101,18 +101,7 @@ _CAUSAL_TYPES = ("causes", "caused_by", "enables", "prevents")
 # --------------------------------------------------------------------------------------------------------
 
 
-def _strict_schema(schema: dict[str, Any]) -> None:
-    """Trim titles/defaults (tokens the model never needs) and mark every property required."""
-    props = schema.get("properties", {})
-    for prop in props.values():
-        prop.pop("title", None)
-        prop.pop("default", None)
-    schema["required"] = list(props)
-    schema["additionalProperties"] = False
-    schema.pop("title", None)
-
-
-_SCHEMA_CONFIG = ConfigDict(extra="ignore", json_schema_extra=_strict_schema)
+_SCHEMA_CONFIG = LLM_SCHEMA_CONFIG
 
 
 def _as_str(value: Any) -> Any:

@@ -8,9 +8,9 @@ support (OpenAI ``json_schema`` response format, LangChain ``with_structured_out
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, TypedDict, TypeVar, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, TypeVar, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import LLMError
 
@@ -22,6 +22,24 @@ class ChatMessage(TypedDict):
 
     role: Literal["system", "user", "assistant"]
     content: str
+
+
+def _strict_schema(schema: dict[str, Any]) -> None:
+    """``json_schema_extra`` for LLM-facing models: every property required, no extra keys, no titles or
+    defaults (tokens a model never needs), so OpenAI ``strict`` mode accepts the schema and constrained
+    decoders produce complete objects; validation itself stays lenient (defaults, clipping)."""
+    props = schema.get("properties", {})
+    for prop in props.values():
+        prop.pop("title", None)
+        prop.pop("default", None)
+    schema["required"] = list(props)
+    schema["additionalProperties"] = False
+    schema.pop("title", None)
+    schema.pop("description", None)
+
+
+LLM_SCHEMA_CONFIG = ConfigDict(extra="ignore", json_schema_extra=_strict_schema)
+"""Model config for schemas sent to an LLM (see ``_strict_schema``)."""
 
 
 class MalformedOutputError(LLMError):
