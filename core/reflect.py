@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, Field
 
 from .disposition import verbalize
-from .errors import InvalidInputError, LLMError
+from .errors import InvalidInputError
 from .extract.base import ExtractedEntity, ExtractedFact
-from .llm.base import LLM, ChatMessage, MalformedOutputError
+from .llm.base import LLM, ChatMessage
 from .models import (
     BankProfile,
     Disposition,
@@ -30,7 +30,7 @@ from .models import (
     Reflection,
     utcnow,
 )
-from .opinions import FormedOpinion
+from .opinions import FormedOpinion, astructured_call, structured_call
 
 if TYPE_CHECKING:
     from .hindsight import Hindsight
@@ -94,10 +94,9 @@ def _relevant(recall: Recall) -> bool:
 class ReflectPipeline:
     """Runs reflect for the banks of one ``Hindsight`` instance."""
 
-    def __init__(self, hs: Hindsight, llm: Callable[[], LLM], *, max_retries: int = 1) -> None:
+    def __init__(self, hs: Hindsight, llm: Callable[[], LLM]) -> None:
         self.hs = hs
         self._llm = llm
-        self.max_retries = max_retries
 
     def _prepare(
         self, bank_id: str, query: str, disposition: Disposition | None, budget: int, reference_time: Any
@@ -167,33 +166,15 @@ class ReflectPipeline:
             unit.metadata["rationale"] = opinion.rationale
         return result.memories
 
-    def _call(self, messages: list[ChatMessage]) -> _Answer:
-        llm = self._llm()
-        last: MalformedOutputError | None = None
-        for _ in range(self.max_retries + 1):
-            try:
-                return llm.generate(messages, _Answer, max_tokens=700)
-            except MalformedOutputError as exc:
-                last = exc
-        raise LLMError(f"reflect: the model's answer did not fit the schema: {last}; raw: {(last.raw or '')[:300]}")
-
-    async def _acall(self, messages: list[ChatMessage]) -> _Answer:
-        llm = self._llm()
-        last: MalformedOutputError | None = None
-        for _ in range(self.max_retries + 1):
-            try:
-                return await llm.agenerate(messages, _Answer, max_tokens=700)
-            except MalformedOutputError as exc:
-                last = exc
-        raise LLMError(f"reflect: the model's answer did not fit the schema: {last}; raw: {(last.raw or '')[:300]}")
-
     def reflect(
         self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,
         reference_time: Any = None,
     ) -> Reflection:
         """See ``Bank.reflect``."""
         _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
-        out = self._call(messages) if _relevant(recall) else None
+        out = None
+        if _relevant(recall):
+            out = structured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
         return self._finish(bank_id, query, disp, memories, messages, out)
 
     async def areflect(
@@ -204,5 +185,9 @@ class ReflectPipeline:
         _, disp, recall, memories, messages = await asyncio.to_thread(
             self._prepare, bank_id, query, disposition, budget, reference_time
         )
-        out = await self._acall(messages) if _relevant(recall) else None
+        out = (
+            await astructured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
+            if _relevant(recall)
+            else None
+        )
         return await asyncio.to_thread(self._finish, bank_id, query, disp, memories, messages, out)
