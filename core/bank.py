@@ -75,6 +75,7 @@ class Bank:
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
+        document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
         """Store ``content`` (text, a message dict, or a list of messages) and extract memories from it.
 
@@ -84,11 +85,12 @@ class Bank:
         ``document_id`` replaces what it produced before. The raw document is stored first and kept even
         when extraction fails (``ExtractionError.document_id``). ``background`` (default: same as
         ``extract``) queues the LLM background work: entity observations and opinion reinforcement; raw
-        ingest with ``extract=False`` makes no model call unless asked to.
+        ingest with ``extract=False`` makes no model call unless asked to. ``metadata`` is copied onto every
+        memory; ``document_metadata`` is kept with the raw document only (``Bank.document(id).metadata``).
         """
         return self._hs.retainer.retain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-            metadata=metadata, background=background,
+            metadata=metadata, background=background, document_metadata=document_metadata,
         )
 
     async def aretain(
@@ -101,18 +103,19 @@ class Bank:
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
+        document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
         """Async twin of ``retain``."""
         return await self._hs.retainer.aretain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-            metadata=metadata, background=background,
+            metadata=metadata, background=background, document_metadata=document_metadata,
         )
 
     def reprocess(self, document_id: str, *, extract: bool = True) -> RetainResult:
         """Extract a stored raw document again (after a failure, or with another extractor)."""
         doc = self.document(document_id)
         return self.retain(_document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
-                           extract=extract)
+                           extract=extract, document_metadata=doc.metadata)
 
     # recall --------------------------------------------------------------------------------------
     def recall(
@@ -282,9 +285,9 @@ class Bank:
             raise KeyError(f"no document {document_id!r} in bank {self.id!r}")
         return doc
 
-    def documents(self, status: DocumentStatus | str | None = None) -> list[Document]:
-        """Stored raw documents, optionally by status (pending / done / failed)."""
-        return self._hs.store.list_documents(self.id, DocumentStatus(status) if status else None)
+    def documents(self, status: DocumentStatus | str | None = None, prefix: str | None = None) -> list[Document]:
+        """Stored raw documents, oldest first, optionally by status (pending / done / failed) and id prefix."""
+        return self._hs.store.list_documents(self.id, DocumentStatus(status) if status else None, prefix)
 
     def stats(self) -> dict[str, Any]:
         """Counts of documents, memories per network, entities, links, jobs and vectors."""

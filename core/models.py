@@ -192,7 +192,11 @@ class Document(BaseModel):
     timestamp: datetime | None = None
     status: DocumentStatus = DocumentStatus.PENDING
     error: str | None = None
+    metadata: dict[str, Any] = Field(
+        default_factory=dict, description="caller's JSON-serialisable data kept with the raw input (not on memories)"
+    )
     created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow, description="last time this document id was (re)stored")
 
 
 class JobStatus(StrEnum):

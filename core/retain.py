@@ -99,6 +99,7 @@ class RetainPipeline:
         timestamp: datetime | str | None,
         document_id: str | None,
         context: str | None,
+        document_metadata: dict[str, Any] | None = None,
     ) -> tuple[Document, list[Message], list[str]]:
         """Validate the input and durably store the raw document before anything can fail."""
         warnings: list[str] = []
@@ -110,6 +111,7 @@ class RetainPipeline:
             content=raw_json(messages, content),
             context=context,
             timestamp=when,
+            metadata=dict(document_metadata or {}),
         )
         self.store.put_document(doc)
         return doc, messages, warnings
@@ -231,11 +233,13 @@ class RetainPipeline:
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
+        document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
         """Retain synchronously; see ``Bank.retain``."""
         timings: dict[str, float] = {}
         doc, messages, warnings = self.prepare(
-            bank_id, content, timestamp=timestamp, document_id=document_id, context=context
+            bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
+            document_metadata=document_metadata,
         )
         try:
             t = time.perf_counter()
@@ -267,11 +271,13 @@ class RetainPipeline:
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
+        document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
         """Async twin: the LLM call is natively async; storage and embedding run in a worker thread."""
         timings: dict[str, float] = {}
         doc, messages, warnings = await asyncio.to_thread(
-            self.prepare, bank_id, content, timestamp=timestamp, document_id=document_id, context=context
+            self.prepare, bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
+            document_metadata=document_metadata,
         )
         try:
             t = time.perf_counter()

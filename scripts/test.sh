@@ -4,5 +4,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
-.venv/bin/ruff check core tests scripts
+.venv/bin/ruff check core langchain_hindsight llama_index_hindsight tests scripts
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"

@@ -87,7 +87,8 @@ class GraphStore(Protocol):
 
     # documents
     def put_document(self, document: Document) -> None:
-        """Store (or replace) a raw document; committed before extraction starts."""
+        """Store (or replace) a raw document with its metadata; committed before extraction starts. Replacing
+        keeps the first ``created_at`` of that id and takes the new ``updated_at``."""
         ...
 
     def get_document(self, bank_id: str, document_id: str) -> Document | None:
@@ -100,8 +101,11 @@ class GraphStore(Protocol):
         """Mark a document extracted or failed."""
         ...
 
-    def list_documents(self, bank_id: str, status: DocumentStatus | None = None) -> list[Document]:
-        """Documents of a bank, optionally by status."""
+    def list_documents(
+        self, bank_id: str, status: DocumentStatus | None = None, prefix: str | None = None
+    ) -> list[Document]:
+        """Documents of a bank, optionally by status and by id prefix (matched literally), oldest first
+        (``created_at``, then id)."""
         ...
 
     # units

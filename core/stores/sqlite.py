@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS banks (
 CREATE TABLE IF NOT EXISTS documents (
     bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE, id TEXT NOT NULL,
     content TEXT NOT NULL, context TEXT, timestamp REAL, status TEXT NOT NULL, error TEXT,
-    created_at REAL NOT NULL, PRIMARY KEY (bank_id, id)
+    metadata TEXT NOT NULL DEFAULT '{}', created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    PRIMARY KEY (bank_id, id)
 );
 CREATE TABLE IF NOT EXISTS units (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
@@ -103,7 +104,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
 """
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 
 # Words too common to help the keyword channel; FTS5 has no stopword list of its own.
 _STOPWORDS = frozenset(
@@ -143,6 +144,15 @@ def fts_query(text: str) -> str | None:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
 
 
+def _migrate(con: sqlite3.Connection) -> None:
+    """Bring a file written by an older version up to date (v1 -> v2: document metadata and updated_at)."""
+    cols = {r[1] for r in con.execute("PRAGMA table_info(documents)")}
+    if cols and "metadata" not in cols:
+        con.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
+        con.execute("ALTER TABLE documents ADD COLUMN updated_at REAL NOT NULL DEFAULT 0")
+        con.execute("UPDATE documents SET updated_at = created_at")
+
+
 class SQLiteGraphStore:
     """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
 
@@ -160,8 +170,9 @@ class SQLiteGraphStore:
         else:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         con = self._con()
+        _migrate(con)
         con.executescript(_SCHEMA)
-        con.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         con.commit()
 
     # connection handling -------------------------------------------------------------------------
@@ -267,18 +278,22 @@ class SQLiteGraphStore:
         return Document(
             id=row["id"], bank_id=row["bank_id"], content=row["content"], context=row["context"],
             timestamp=_dt(row["timestamp"]), status=DocumentStatus(row["status"]), error=row["error"],
-            created_at=_dt(row["created_at"]),
+            metadata=json.loads(row["metadata"]), created_at=_dt(row["created_at"]), updated_at=_dt(row["updated_at"]),
         )
 
     def put_document(self, document: Document) -> None:
         """Store (or replace) a raw document; committed before extraction starts."""
         with self._tx() as con:
             con.execute(
-                "INSERT OR REPLACE INTO documents "
-                "(bank_id, id, content, context, timestamp, status, error, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO documents "
+                "(bank_id, id, content, context, timestamp, status, error, metadata, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bank_id, id) DO UPDATE SET "
+                "content = excluded.content, context = excluded.context, timestamp = excluded.timestamp, "
+                "status = excluded.status, error = excluded.error, metadata = excluded.metadata, "
+                "updated_at = excluded.updated_at",
                 (document.bank_id, document.id, document.content, document.context, _ts(document.timestamp),
-                 document.status.value, document.error, _ts(document.created_at)),
+                 document.status.value, document.error, json.dumps(document.metadata, default=str),
+                 _ts(document.created_at), _ts(document.updated_at)),
             )
 
     def get_document(self, bank_id: str, document_id: str) -> Document | None:
@@ -298,13 +313,19 @@ class SQLiteGraphStore:
                 (status.value, error, bank_id, document_id),
             )
 
-    def list_documents(self, bank_id: str, status: DocumentStatus | None = None) -> list[Document]:
-        """Documents of a bank, optionally by status, oldest first."""
+    def list_documents(
+        self, bank_id: str, status: DocumentStatus | None = None, prefix: str | None = None
+    ) -> list[Document]:
+        """Documents of a bank, optionally by status and id prefix, oldest first."""
         sql = "SELECT * FROM documents WHERE bank_id = ?"
         args: list[Any] = [bank_id]
         if status is not None:
             sql += " AND status = ?"
             args.append(status.value)
+        if prefix:
+            # substr comparison, not LIKE: a prefix is matched literally (no wildcards, case-sensitive).
+            sql += " AND substr(id, 1, ?) = ?"
+            args += [len(prefix), prefix]
         rows = self._con().execute(sql + " ORDER BY created_at, id", args).fetchall()
         return [self._document(r) for r in rows]
 

@@ -1,0 +1,1 @@
+"""LangChain and LangGraph integration for Hindsight Memory."""

@@ -1,0 +1,1 @@
+"""LlamaIndex integration for Hindsight Memory."""
