@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
-from typing import TYPE_CHECKING
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from .disposition import opinion_step
 from .extract.base import ExtractedEntity, ExtractedFact
-from .models import Document, Job, Memory, Network, OpinionEvent, RetainResult, utcnow
+from .inputs import RetainInput, document_input
+from .models import Disposition, Document, Job, Memory, Network, OpinionEvent, RetainResult, utcnow
 from .observations import summarize_entity
 from .opinions import Assessment, assess_opinion, update_confidence
 from .retain import index_units
@@ -15,8 +18,12 @@ from .retain import index_units
 if TYPE_CHECKING:
     from .hindsight import Hindsight
 
+log = logging.getLogger(__name__)
+
 OBSERVATIONS = "observations"
 OPINIONS = "opinions"
+RETAIN = "retain"
+REFLECT = "reflect"
 _FACT_NETWORKS = (Network.WORLD, Network.EXPERIENCE)
 
 
@@ -34,7 +41,81 @@ class BackgroundJobs:
     @property
     def handlers(self) -> dict[str, object]:
         """Job kind -> handler, for the worker."""
-        return {OBSERVATIONS: self.run_observations, OPINIONS: self.run_opinions}
+        return {
+            OBSERVATIONS: self.run_observations, OPINIONS: self.run_opinions,
+            RETAIN: self.run_retain, REFLECT: self.run_reflect,
+        }
+
+    def _enqueue(self, job: Job) -> Job:
+        self.hs.store.enqueue_job(job)
+        self.hs.notify_worker()
+        return job
+
+    # deferred retain and reflect ----------------------------------------------------------------
+    def queue_retain(
+        self,
+        bank_id: str,
+        content: RetainInput,
+        *,
+        timestamp: datetime | str | None = None,
+        document_id: str | None = None,
+        context: str | None = None,
+        extract: bool = True,
+        metadata: dict[str, Any] | None = None,
+        background: bool | None = None,
+        document_metadata: dict[str, Any] | None = None,
+    ) -> RetainResult:
+        """Store the raw document now (validated, durable) and queue its extraction as a job."""
+        doc, _, warnings = self.hs.retainer.prepare(
+            bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
+            document_metadata=document_metadata,
+        )
+        job = self._enqueue(Job(
+            id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
+            payload={"document_id": doc.id, "extract": extract, "metadata": metadata or {}, "background": background},
+        ))
+        return RetainResult(bank_id=bank_id, document_id=doc.id, memories=[], warnings=warnings, queued=True,
+                            job_id=job.id)
+
+    def run_retain(self, job: Job) -> None:
+        """Extract a document stored by a deferred retain (a failure is retried by the worker)."""
+        payload = job.payload
+        doc = self.hs.store.get_document(job.bank_id, payload["document_id"])
+        if doc is None:  # forgotten while queued: nothing to do
+            return
+        self.hs.retainer.retain(
+            job.bank_id, document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
+            extract=payload.get("extract", True), metadata=payload.get("metadata") or None,
+            background=payload.get("background"), document_metadata=doc.metadata,
+        )
+
+    def queue_reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        disposition: Disposition | None = None,
+        budget: int = 2000,
+        reference_time: datetime | str | None = None,
+    ) -> Job:
+        """Queue a reflect (its opinions are stored when it runs)."""
+        payload = {
+            "query": query, "budget": budget,
+            "disposition": Disposition.model_validate(disposition).model_dump() if disposition else None,
+            "reference_time": reference_time.isoformat() if isinstance(reference_time, datetime) else reference_time,
+        }
+        return self._enqueue(Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=REFLECT, payload=payload))
+
+    def run_reflect(self, job: Job) -> None:
+        """Run a scheduled reflect."""
+        p = job.payload
+        disposition = Disposition.model_validate(p["disposition"]) if p.get("disposition") else None
+        result = self.hs.reflector.reflect(
+            job.bank_id, p["query"], disposition=disposition, budget=p.get("budget", 2000),
+            reference_time=p.get("reference_time"),
+        )
+        log.info("scheduled reflect in bank %s: %r -> %r (%d opinions)", job.bank_id, p["query"], result.answer,
+                 len(result.opinions))
 
     def queue_after_retain(self, result: RetainResult) -> list[Job]:
         """Queue observation updates for the entities the new facts mention, and opinion reinforcement."""

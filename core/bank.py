@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError
-from .inputs import RetainInput
+from .inputs import RetainInput, document_input
 from .models import (
     BankProfile,
     Disposition,
@@ -18,7 +17,6 @@ from .models import (
     Entity,
     Job,
     Memory,
-    Message,
     Network,
     OpinionEvent,
     Recall,
@@ -76,6 +74,7 @@ class Bank:
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
+        defer: bool = False,
     ) -> RetainResult:
         """Store ``content`` (text, a message dict, or a list of messages) and extract memories from it.
 
@@ -87,7 +86,14 @@ class Bank:
         ``extract``) queues the LLM background work: entity observations and opinion reinforcement; raw
         ingest with ``extract=False`` makes no model call unless asked to. ``metadata`` is copied onto every
         memory; ``document_metadata`` is kept with the raw document only (``Bank.document(id).metadata``).
+        ``defer=True`` returns as soon as the raw document is durably stored: extraction runs as a background
+        job (result: ``queued=True``, ``job_id``, no memories yet; ``wait_idle`` waits for it).
         """
+        if defer:
+            return self._hs.background.queue_retain(
+                self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
+                metadata=metadata, background=background, document_metadata=document_metadata,
+            )
         return self._hs.retainer.retain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
             metadata=metadata, background=background, document_metadata=document_metadata,
@@ -104,8 +110,15 @@ class Bank:
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
+        defer: bool = False,
     ) -> RetainResult:
         """Async twin of ``retain``."""
+        if defer:
+            return await asyncio.to_thread(
+                self._hs.background.queue_retain, self.id, content, timestamp=timestamp, document_id=document_id,
+                context=context, extract=extract, metadata=metadata, background=background,
+                document_metadata=document_metadata,
+            )
         return await self._hs.retainer.aretain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
             metadata=metadata, background=background, document_metadata=document_metadata,
@@ -114,7 +127,7 @@ class Bank:
     def reprocess(self, document_id: str, *, extract: bool = True) -> RetainResult:
         """Extract a stored raw document again (after a failure, or with another extractor)."""
         doc = self.document(document_id)
-        return self.retain(_document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
+        return self.retain(document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
                            extract=extract, document_metadata=doc.metadata)
 
     # recall --------------------------------------------------------------------------------------
@@ -190,6 +203,28 @@ class Bank:
         return await self._hs.reflector.areflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
+
+    def schedule_reflect(
+        self,
+        query: str,
+        *,
+        disposition: Disposition | None = None,
+        budget: int = 2000,
+        reference_time: datetime | str | None = None,
+    ) -> Job:
+        """Queue a reflect as a durable background job (it forms and stores opinions; the answer is logged).
+
+        For agents that reflect after a conversation without making the user wait; ``wait_idle`` waits.
+        """
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("reflect needs a non-empty query")
+        return self._hs.background.queue_reflect(
+            self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
+        )
+
+    async def aschedule_reflect(self, query: str, **kwargs: Any) -> Job:
+        """Async twin of ``schedule_reflect``."""
+        return await asyncio.to_thread(self.schedule_reflect, query, **kwargs)
 
     def add_opinion(
         self,
@@ -323,13 +358,3 @@ class Bank:
     async def aforget(self, **kwargs: Any) -> int:
         """Async twin of ``forget``."""
         return await asyncio.to_thread(self.forget, **kwargs)
-
-
-def _document_input(doc: Document) -> RetainInput:
-    try:
-        data = json.loads(doc.content)
-    except json.JSONDecodeError:
-        return doc.content
-    if isinstance(data, list):
-        return [Message.model_validate(m) for m in data]
-    return doc.content

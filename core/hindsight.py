@@ -147,7 +147,12 @@ class Hindsight:
         return self._extractor
 
     def _queue_background(self, result: Any) -> None:
-        if self.background.queue_after_retain(result) and self._start_worker:
+        if self.background.queue_after_retain(result):
+            self.notify_worker()
+
+    def notify_worker(self) -> None:
+        """Wake the background worker for newly queued jobs (unless opened with ``start_worker=False``)."""
+        if self._start_worker:
             self.worker.notify()
 
     # banks ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import InvalidInputError
-from .models import Message, as_utc
+from .models import Document, Message, as_utc
 
 RetainInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any] | Message | str]
 
@@ -145,3 +145,14 @@ def raw_json(messages: Sequence[Message], original: RetainInput) -> str:
     if isinstance(original, str):
         return _SURROGATES.sub("\ufffd", original)
     return json.dumps([m.model_dump(mode="json", exclude_none=True) for m in messages], ensure_ascii=False)
+
+
+def document_input(doc: Document) -> RetainInput:
+    """The retain input a stored raw document was made from (messages, or plain text)."""
+    try:
+        data = json.loads(doc.content)
+    except json.JSONDecodeError:
+        return doc.content
+    if isinstance(data, list):
+        return [Message.model_validate(m) for m in data]
+    return doc.content

@@ -259,6 +259,8 @@ class RetainResult(BaseModel):
     links: int = 0
     warnings: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    queued: bool = Field(default=False, description="extraction was deferred to a background job (no memories yet)")
+    job_id: str | None = Field(default=None, description="the background job that will extract, when queued")
 
     @property
     def memory_ids(self) -> list[str]:
