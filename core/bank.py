@@ -39,6 +39,11 @@ class Bank:
     def __repr__(self) -> str:
         return f"Bank({self.id!r})"
 
+    @property
+    def hindsight(self) -> Hindsight:
+        """The ``Hindsight`` this bank belongs to (to reach sibling banks by id)."""
+        return self._hs
+
     # profile -------------------------------------------------------------------------------------
     @property
     def profile(self) -> BankProfile:
@@ -323,6 +328,37 @@ class Bank:
     def documents(self, status: DocumentStatus | str | None = None, prefix: str | None = None) -> list[Document]:
         """Stored raw documents, oldest first, optionally by status (pending / done / failed) and id prefix."""
         return self._hs.store.list_documents(self.id, DocumentStatus(status) if status else None, prefix)
+
+    def put_document(
+        self,
+        document_id: str,
+        content: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        timestamp: datetime | str | None = None,
+    ) -> Document:
+        """Store a raw document without extracting anything from it (a value kept only for exact reads).
+
+        Memories an earlier version of ``document_id`` produced are forgotten; ``created_at`` is kept.
+        """
+        from .inputs import parse_timestamp
+        from .models import utcnow
+
+        if not isinstance(document_id, str) or not document_id:
+            raise InvalidInputError("document_id must be a non-empty string")
+        old = self._hs.store.get_document(self.id, document_id)
+        self.forget(document_id=document_id)
+        now = utcnow()
+        doc = Document(id=document_id, bank_id=self.id, content=content, timestamp=parse_timestamp(timestamp) or now,
+                       status=DocumentStatus.DONE, metadata=dict(metadata or {}),
+                       created_at=old.created_at if old else now, updated_at=now)
+        self._hs.store.put_document(doc)
+        return self.document(document_id)
+
+    def delete_document(self, document_id: str) -> None:
+        """Delete a raw document but keep the memories extracted from it (``forget(document_id=...)`` drops
+        both). Chat transcripts use this: clearing a session should not erase what the agent learned."""
+        self._hs.store.delete_document(self.id, document_id)
 
     def stats(self) -> dict[str, Any]:
         """Counts of documents, memories per network, entities, links, jobs and vectors."""

@@ -76,3 +76,18 @@ def test_scheduled_reflect_forms_opinion_in_the_background(tmp_path: Path) -> No
         assert [o.text for o in bank.opinions()] == ["Ana is a dedicated runner."]
         assert next(j for j in bank.jobs() if j.id == job.id).status == JobStatus.DONE
         assert "Is Ana a committed runner?" in llm.calls[0].user
+
+
+def test_put_document_keeps_raw_value_only_and_delete_document_keeps_memories(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", start_worker=False) as hs:
+        bank = hs.bank("b")
+        assert bank.hindsight is hs
+        bank.retain(MESSAGES, timestamp=T0, extract=False, document_id="d1")
+        first = bank.document("d1")
+        doc = bank.put_document("d1", "", metadata={"v": 1})  # replaces: its memories go, created_at stays
+        assert doc.metadata == {"v": 1} and doc.created_at == first.created_at and doc.updated_at > first.updated_at
+        assert bank.recall("10k race Porto").memories == []
+        bank.retain(MESSAGES, timestamp=T0, extract=False, document_id="d2")
+        bank.delete_document("d2")
+        assert "d2" not in [d.id for d in bank.documents()]
+        assert bank.recall("10k race in Porto").memories  # the memories outlive the transcript
