@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -92,20 +93,21 @@ class Hindsight:
         (``vectors/``) under ``path``. ``graph`` may instead be a store object or a SQLite file path;
         ``vectors`` a ``VectorIndex``, ``"http://host:port"`` for a Chroma server, or ``"memory"`` for an
         in-process index. ``path=None`` with no stores keeps everything in memory (tests, notebooks).
+
+        Server mode: ``graph="bolt://host:7687"`` (or ``neo4j://``, ``neo4j+s://``, ``bolt+s://``) opens a
+        ``Neo4jGraphStore``; credentials come from ``neo4j_user``/``neo4j_password``/``neo4j_database`` or
+        ``NEO4J_USER``/``NEO4J_PASSWORD``/``NEO4J_DATABASE``. ``graph="env"`` takes the URI from ``NEO4J_URI``
+        and ``vectors="env"`` the Chroma server from ``CHROMA_HOST``/``CHROMA_PORT``. An unreachable server or
+        rejected credentials raise ``StoreError`` naming what was tried.
         Other keyword arguments go to the constructor (``embedder``, ``llm``, ``settings``, ``reranker``).
         """
         from .stores.chroma import ChromaVectorIndex
         from .stores.sqlite import SQLiteGraphStore
 
         root = Path(path) if path is not None else None
-        if isinstance(graph, str) or graph is None:
-            if graph is None:
-                graph_path: str | Path = root / "graph.sqlite" if root is not None else ":memory:"
-            else:
-                graph_path = graph
-            store: GraphStore = SQLiteGraphStore(graph_path)
-        else:
-            store = graph
+        # The vector index first: a Chroma server that cannot be reached then leaves no open Bolt driver.
+        if vectors == "env":
+            vectors = f"http://{os.environ.get('CHROMA_HOST', '127.0.0.1')}:{os.environ.get('CHROMA_PORT', '8000')}"
         if isinstance(vectors, str) or vectors is None:
             if vectors is None:
                 index: VectorIndex = (
@@ -125,7 +127,30 @@ class Hindsight:
                 index = ChromaVectorIndex.persistent(vectors)
         else:
             index = vectors
-        return cls(store, index, **kwargs)
+        neo4j_options = {k: kwargs.pop(f"neo4j_{k}") for k in ("user", "password", "database")
+                         if f"neo4j_{k}" in kwargs}
+        if graph == "env":
+            graph = os.environ.get("NEO4J_URI") or "bolt://127.0.0.1:7687"
+        if isinstance(graph, str) and graph.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://",
+                                                         "neo4j+s://", "neo4j+ssc://")):
+            from .stores.neo4j import Neo4jGraphStore
+
+            store: GraphStore = Neo4jGraphStore(graph, neo4j_options.get("user"), neo4j_options.get("password"),
+                                                database=neo4j_options.get("database"))
+        elif isinstance(graph, str) or graph is None:
+            if graph is None:
+                graph_path: str | Path = root / "graph.sqlite" if root is not None else ":memory:"
+            else:
+                graph_path = graph
+            store = SQLiteGraphStore(graph_path)
+        else:
+            store = graph
+        try:
+            return cls(store, index, **kwargs)
+        except BaseException:
+            if store is not graph:  # a store opened here is closed here when the facade cannot start
+                store.close()
+            raise
 
     # LLM -----------------------------------------------------------------------------------------
     @property

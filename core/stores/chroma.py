@@ -179,6 +179,7 @@ class ChromaVectorIndex:
         return int(self._collection(bank_id).count())
 
 
-def _clean_meta(meta: dict[str, Any]) -> dict[str, Any]:
-    # Chroma rejects None values and nested types in metadata.
-    return {k: v for k, v in meta.items() if isinstance(v, str | int | float | bool)}
+def _clean_meta(meta: dict[str, Any] | None) -> dict[str, Any] | None:
+    # Chroma rejects None values and nested types in metadata, and an empty dict: that one is sent as None.
+    clean = {k: v for k, v in (meta or {}).items() if isinstance(v, str | int | float | bool)}
+    return clean or None

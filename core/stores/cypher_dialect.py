@@ -1,0 +1,136 @@
+"""The one seam between Neo4j 5 and ArcadeDB's Neo4j-compatible Bolt server.
+
+Everything else in ``neo4j.py`` is Cypher both servers accept. What differs lives here:
+
+- Neo4j 5 creates the full-text index in Cypher (``CREATE FULLTEXT INDEX ... OPTIONS {indexConfig: ...}``);
+  ArcadeDB rejects that statement and creates one with SQL over its HTTP API, where the index is then named
+  ``Type[prop,...]``. Both are queried with ``db.index.fulltext.queryNodes`` and Lucene query syntax.
+- Element ids: Neo4j's are opaque strings, ArcadeDB's look like ``#1:0``; the store never relies on them.
+
+The Neo4j 5 side is written to Neo4j's documented syntax; the tests here run the ArcadeDB side.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import StoreError
+
+# Range indexes and uniqueness constraints, valid Cypher on Neo4j 5 and on ArcadeDB. Labels and property
+# names here are the complete fixed set the store uses: no label or type ever comes from user input.
+SCHEMA_CYPHER: tuple[str, ...] = (
+    "CREATE CONSTRAINT hs_bank_id IF NOT EXISTS FOR (b:Bank) REQUIRE b.id IS UNIQUE",
+    "CREATE CONSTRAINT hs_document_key IF NOT EXISTS FOR (d:Document) REQUIRE d.key IS UNIQUE",
+    "CREATE CONSTRAINT hs_unit_id IF NOT EXISTS FOR (u:Unit) REQUIRE u.id IS UNIQUE",
+    "CREATE CONSTRAINT hs_entity_id IF NOT EXISTS FOR (e:Entity) REQUIRE e.id IS UNIQUE",
+    "CREATE CONSTRAINT hs_entity_key IF NOT EXISTS FOR (e:Entity) REQUIRE e.key IS UNIQUE",
+    "CREATE CONSTRAINT hs_job_id IF NOT EXISTS FOR (j:Job) REQUIRE j.id IS UNIQUE",
+    "CREATE INDEX hs_document_bank IF NOT EXISTS FOR (d:Document) ON (d.bank_id)",
+    "CREATE INDEX hs_unit_bank IF NOT EXISTS FOR (u:Unit) ON (u.bank_id)",
+    "CREATE INDEX hs_unit_bank_time IF NOT EXISTS FOR (u:Unit) ON (u.bank_id, u.t_start)",
+    "CREATE INDEX hs_unit_bank_occurred IF NOT EXISTS FOR (u:Unit) ON (u.bank_id, u.occurred_start)",
+    "CREATE INDEX hs_unit_bank_doc IF NOT EXISTS FOR (u:Unit) ON (u.bank_id, u.document_id)",
+    "CREATE INDEX hs_entity_bank_norm IF NOT EXISTS FOR (e:Entity) ON (e.bank_id, e.norm)",
+    "CREATE INDEX hs_opinion_event IF NOT EXISTS FOR (o:OpinionEvent) ON (o.opinion_id)",
+    "CREATE INDEX hs_opinion_event_bank IF NOT EXISTS FOR (o:OpinionEvent) ON (o.bank_id)",
+    "CREATE INDEX hs_job_runnable IF NOT EXISTS FOR (j:Job) ON (j.status, j.run_after)",
+    "CREATE INDEX hs_job_bank IF NOT EXISTS FOR (j:Job) ON (j.bank_id)",
+)
+
+# Properties of :Unit covered by the full-text index: text, search context (weighted at query time) and a
+# hex token of the bank id, so the index itself filters by bank (``+bank_key:...``).
+FULLTEXT_PROPERTIES: tuple[str, ...] = ("text", "context", "bank_key")
+
+
+@dataclass
+class CypherDialect:
+    """What differs between Bolt servers: schema statements and the full-text index."""
+
+    name: str = "neo4j5"
+
+    @property
+    def fulltext_index(self) -> str:
+        """Name passed to ``db.index.fulltext.queryNodes``."""
+        return "hs_unit_fulltext"
+
+    def schema_statements(self) -> list[str]:
+        """Idempotent Cypher run at open (constraints, range indexes and, on Neo4j, the full-text index)."""
+        props = ", ".join(f"u.{p}" for p in FULLTEXT_PROPERTIES)
+        return [
+            *SCHEMA_CYPHER,
+            # The english analyzer stems ("paintings" finds "painted"), like the SQLite store's porter tokenizer.
+            f"CREATE FULLTEXT INDEX {self.fulltext_index} IF NOT EXISTS FOR (u:Unit) ON EACH [{props}] "
+            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+        ]
+
+    def after_schema(self, run: Callable[[str], list[dict[str, Any]]]) -> None:
+        """Extra set-up outside Cypher, given a Cypher runner (nothing on Neo4j)."""
+
+
+@dataclass
+class ArcadeDBDialect(CypherDialect):
+    """ArcadeDB's Bolt endpoint: the full-text index is created with SQL over the HTTP API."""
+
+    name: str = "arcadedb"
+    http_url: str = "http://127.0.0.1:2480"
+    database: str = "hindsight"
+    user: str = "root"
+    password: str = ""
+
+    @property
+    def fulltext_index(self) -> str:
+        """ArcadeDB names an index after its type and properties."""
+        return "Unit[" + ",".join(FULLTEXT_PROPERTIES) + "]"
+
+    def schema_statements(self) -> list[str]:
+        """Constraints and range indexes only: ArcadeDB rejects ``CREATE FULLTEXT INDEX`` in Cypher."""
+        return list(SCHEMA_CYPHER)
+
+    def after_schema(self, run: Callable[[str], list[dict[str, Any]]]) -> None:
+        """Create the full-text index (English analyzer, like Neo4j's 'english') with SQL, unless it exists.
+
+        The check goes over Bolt, so reopening a set-up database does not need the HTTP API at all.
+        """
+        if any(r.get("name") == self.fulltext_index for r in run("SHOW INDEXES YIELD name RETURN name")):
+            return
+        self.sql("CREATE VERTEX TYPE Unit IF NOT EXISTS")
+        for prop in FULLTEXT_PROPERTIES:
+            self.sql(f"CREATE PROPERTY Unit.{prop} IF NOT EXISTS STRING")
+        cols = ", ".join(FULLTEXT_PROPERTIES)
+        self.sql(
+            f"CREATE INDEX IF NOT EXISTS ON Unit ({cols}) FULL_TEXT "
+            'METADATA {"analyzer": "org.apache.lucene.analysis.en.EnglishAnalyzer"}'
+        )
+
+    def sql(self, command: str) -> Any:
+        """Run one SQL command through ArcadeDB's HTTP API (fixed statements only, never user input)."""
+        url = f"{self.http_url.rstrip('/')}/api/v1/command/{self.database}"
+        body = json.dumps({"language": "sql", "command": command}).encode()
+        token = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+        req = urllib.request.Request(
+            url, data=body, method="POST",
+            headers={"Content-Type": "application/json", "Authorization": f"Basic {token}"},
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:500]
+            raise StoreError(f"ArcadeDB HTTP API at {url} refused {command!r}: {exc.code} {detail}") from exc
+        except OSError as exc:
+            raise StoreError(
+                f"cannot reach ArcadeDB's HTTP API at {url} (needed to create the full-text index): {exc}"
+            ) from exc
+
+
+def detect_dialect(server_agent: str, **arcadedb: Any) -> CypherDialect:
+    """Choose the dialect from the Bolt server's agent string (ArcadeDB announces itself in it)."""
+    if "arcadedb" in server_agent.lower():
+        return ArcadeDBDialect(**arcadedb)
+    return CypherDialect()

@@ -1,0 +1,100 @@
+"""Every ``VectorIndex`` method, embedded Chroma and Chroma server alike."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from conformance_support import Backend
+
+from hindsight_core.errors import EmbedderMismatchError, StoreError
+from hindsight_core.stores.chroma import ChromaVectorIndex
+
+
+def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_collection_and_embedder_check(backend: Backend, bank_id: str) -> None:
+    ix = backend.index()
+    with pytest.raises(StoreError):
+        ix.count(bank_id)  # not opened yet
+    ix.ensure_collection(bank_id, "emb-a", 8)
+    ix.ensure_collection(bank_id, "emb-a", 8)  # idempotent
+    assert ix.count(bank_id) == 0 and ix.ids(bank_id) == set()
+    other = backend.index()  # a new client sees the recorded embedder
+    with pytest.raises(EmbedderMismatchError, match="emb-a"):
+        other.ensure_collection(bank_id, "emb-b", 8)
+    with pytest.raises(EmbedderMismatchError):
+        backend.index().ensure_collection(bank_id, "emb-a", 16)
+
+
+def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
+    ix = backend.index()
+    ix.ensure_collection(bank_id, "emb", 8)
+    v = _vectors(20)
+    ids = [f"m{i}" for i in range(20)]
+    metas = [{"network": "world" if i % 2 == 0 else "opinion", "t": float(i), "skip": None, "nested": [1]}
+             for i in range(20)]
+    ix.upsert(bank_id, ids, v, metas)
+    assert ix.count(bank_id) == 20 and ix.ids(bank_id) == set(ids)
+    hits = ix.query(bank_id, v[3], 5)
+    assert hits[0][0] == "m3" and hits[0][1] == pytest.approx(1.0, abs=1e-4)
+    assert len(hits) == 5 and all(a[1] >= b[1] for a, b in itertools.pairwise(hits))
+    expected = np.argsort(-(v @ v[3]))[:5]
+    assert [h[0] for h in hits] == [f"m{i}" for i in expected]
+    for (_, sim), i in zip(hits, expected, strict=True):
+        assert sim == pytest.approx(float(v[i] @ v[3]), abs=1e-4)
+    world = ix.query(bank_id, v[3], 5, where={"network": "world"})
+    assert world and all(int(h[0][1:]) % 2 == 0 for h in world)
+    ranged = ix.query(bank_id, v[3], 20, where={"$and": [{"t": {"$gte": 5.0}}, {"t": {"$lt": 8.0}}]})
+    assert {h[0] for h in ranged} == {"m5", "m6", "m7"}
+    assert ix.query(bank_id, v[3], 0) == []
+    assert len(ix.query(bank_id, v[3], 100)) == 20  # k above the count returns everything
+    many = ix.query_many(bank_id, v[:3], 2)
+    assert [m[0][0] for m in many] == ["m0", "m1", "m2"] and all(len(m) == 2 for m in many)
+    got = ix.get_embeddings(bank_id, ["m1", "nope", "m2"])
+    assert set(got) == {"m1", "m2"} and np.allclose(got["m1"], v[1], atol=1e-6)
+    assert ix.get_embeddings(bank_id, []) == {}
+    # upsert replaces
+    ix.upsert(bank_id, ["m1"], v[5:6], [{"network": "world"}])
+    assert ix.count(bank_id) == 20 and np.allclose(ix.get_embeddings(bank_id, ["m1"])["m1"], v[5], atol=1e-6)
+    ix.delete(bank_id, ["m1", "m2", "never-there"])
+    ix.delete(bank_id, [])
+    assert ix.count(bank_id) == 18 and "m1" not in ix.ids(bank_id)
+
+
+def test_bank_isolation_and_drop(backend: Backend, bank_id: str) -> None:
+    ix = backend.index()
+    a, b = bank_id + "-a", bank_id + "-b"
+    for bank in (a, b):
+        ix.ensure_collection(bank, "emb", 8)
+    v = _vectors(4)
+    ix.upsert(a, ["x1", "x2"], v[:2], [{}, {}])
+    ix.upsert(b, ["y1"], v[2:3], [{}])
+    assert {h[0] for h in ix.query(a, v[2], 10)} == {"x1", "x2"}
+    assert ix.ids(b) == {"y1"}
+    ix.drop_bank(a)
+    ix.drop_bank(a)  # twice is fine
+    with pytest.raises(StoreError):
+        ix.count(a)
+    ix.ensure_collection(a, "other-embedder", 4)  # a dropped bank starts over
+    assert ix.count(a) == 0 and ix.count(b) == 1
+
+
+def test_large_upsert_and_paged_ids(backend: Backend, bank_id: str) -> None:
+    """More ids than one page of ``ids()`` (10,000) and a batch spanning Chroma's upsert limit."""
+    ix = backend.index()
+    ix.ensure_collection(bank_id, "emb", 4)
+    n = 10_050
+    v = _vectors(n, dim=4, seed=1)
+    ix.upsert(bank_id, [f"i{k}" for k in range(n)], v, [{"n": k} for k in range(n)])
+    assert ix.count(bank_id) == n and len(ix.ids(bank_id)) == n
+
+
+def test_http_unreachable_is_a_clear_error() -> None:
+    with pytest.raises(StoreError, match=r"http://127\.0\.0\.1:9"):
+        ChromaVectorIndex.http("127.0.0.1", 9)
