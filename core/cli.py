@@ -6,7 +6,8 @@ Usage::
     hindsight recall BANK "what did Maya do last week?" --reference-time 2025-03-23 --trace
     hindsight stats [BANK]
     hindsight demo
-    hindsight bench locomo --conversations 1 --questions 20
+    hindsight bench locomo --conversations 1 --questions 20 --out results/
+    hindsight bench longmemeval|scale|qa ...   (each writes JSON, markdown and PNG plots under --out)
 
 ``--json`` prints one JSON document on stdout and nothing else (progress and logs go to stderr).
 Errors print a one-line ``error: ...`` on stderr and exit with status 2.
@@ -147,27 +148,88 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="benchmarks")
     p.set_defaults(help_parser=p)  # "hindsight bench" alone shows the benchmarks, not the top-level help
     bench = p.add_subparsers(title="benchmarks", metavar="BENCHMARK")
-    p = bench.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets")
+    _add_bench_parsers(bench, common)
+    return parser
+
+
+def _add_bench_parsers(bench: Any, common: argparse.ArgumentParser) -> None:
+    """The ``bench`` subcommands; each writes JSON, markdown and PNG plots under ``--out``."""
+    def out_options(p: argparse.ArgumentParser, name: str) -> None:
+        p.add_argument("--out", default="results",
+                       help=f"results folder for {name}.json, {name}.md and the plots (default ./results)")
+        p.add_argument("--workdir", help="keep the benchmark's memory here (default: a temporary directory)")
+        p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+    def backend_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--backend", default="embedded",
+                       help="storage backend: embedded (default), a registered one, or both (all, side by side)")
+
+    p = bench.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets",
+                         description="Retains each LoCoMo conversation raw (one unit per message) and scores "
+                                     "recall's evidence coverage for the full pipeline and with each channel "
+                                     "removed in turn.")
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
     p.add_argument("--conversations", type=_positive_int, help="only the first N conversations")
     p.add_argument("--questions", type=_positive_int, help="only the first N questions of each conversation")
-    p.add_argument("--out", default="results", help="where locomo.json and locomo.md go (default ./results)")
-    p.add_argument("--workdir", help="keep the benchmark's memory here (default: a temporary directory)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument("--configs", type=_name_list,
+                   help="comma-separated configurations (default: full, no-semantic, no-keyword, no-graph, "
+                        "no-temporal, semantic-only, keyword-only)")
+    p.add_argument("--latency-every", type=_positive_int, default=10,
+                   help="time every Nth question in the ablations (the full pipeline: every one; default 10)")
+    backend_option(p)
+    out_options(p, "locomo")
     p.set_defaults(func=cmd_bench_locomo)
-    p = bench.add_parser("scale", parents=[common], help="recall latency on large synthetic banks vs bare Chroma")
-    p.add_argument("--units", type=_positive_int, nargs="+", default=[10_000], help="bank sizes (default 10000)")
+
+    p = bench.add_parser("longmemeval", parents=[common], help="LongMemEval session-level retrieval metrics",
+                         description="One bank per question; user turns retained raw (id <session_id>:<turn>, "
+                                     "timestamp = session date), recalled with the question date as reference "
+                                     "time; recall_any/recall_all/ndcg_any@k per question type, as the official "
+                                     "eval code computes them, and evidence recall within token budgets.")
+    p.add_argument("--data", help="LongMemEval JSON (e.g. longmemeval_s.json; default: $HINDSIGHT_LONGMEMEVAL, "
+                                  "else the bundled 7-question sample)")
+    p.add_argument("--questions", type=_positive_int, help="only the first N questions")
+    backend_option(p)
+    out_options(p, "longmemeval")
+    p.set_defaults(func=cmd_bench_longmemeval)
+
+    p = bench.add_parser("scale", parents=[common], help="retain throughput and recall latency on large banks",
+                         description="Synthetic banks of the given sizes: retain throughput (raw), recall "
+                                     "latency per channel and in total against a bare Chroma query with the "
+                                     "same embedder, resident memory, disk per unit and time to reopen.")
+    p.add_argument("--units", type=_int_list, nargs="+", default=[[1000, 10_000, 100_000]],
+                   help="bank sizes, comma- or space-separated (default 1000,10000,100000)")
     p.add_argument("--queries", type=_positive_int, default=200, help="queries timed per bank (default 200)")
     p.add_argument("--budget", type=_positive_int, default=1000, help="recall budget in tokens (default 1000)")
-    p.add_argument("--out", default="results", help="where scale.json and scale.md go (default ./results)")
-    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    backend_option(p)
+    out_options(p, "scale")
     p.set_defaults(func=cmd_bench_scale)
+
+    p = bench.add_parser("qa", parents=[common], help="answer questions with reflect, scored by an LLM judge",
+                         description="Answers LoCoMo or LongMemEval questions with reflect and has a separate "
+                                     "judge model label each answer correct or wrong (the published judge "
+                                     "prompts). Both models are OpenAI-compatible endpoints; without a URL the "
+                                     "bundled local model is used.")
+    p.add_argument("--dataset", choices=("locomo", "longmemeval"), default="locomo", help="default locomo")
+    p.add_argument("--data", help="the data file (default: LoCoMo's locomo10.json, or LongMemEval's sample)")
+    p.add_argument("--conversations", type=_positive_int, default=1, help="LoCoMo: first N conversations (1)")
+    p.add_argument("--questions", type=_positive_int, default=20,
+                   help="questions in all (default 20; spread over the conversations)")
+    p.add_argument("--budget", type=_positive_int, default=2000, help="reflect's recall budget (default 2000)")
+    p.add_argument("--extract", action="store_true", help="retain with the LLM extractor (default: raw)")
+    for role in ("answer", "judge"):
+        p.add_argument(f"--{role}-url", help=f"OpenAI-compatible base URL of the {role} model "
+                                             "(default: the local model)")
+        p.add_argument(f"--{role}-model", help=f"{role} model name (default: qwen2.5-1.5b, local)")
+        p.add_argument(f"--{role}-key", help=f"API key of the {role} endpoint (default: $OPENAI_API_KEY or none)")
+    backend_option(p)
+    out_options(p, "qa")
+    p.set_defaults(func=cmd_bench_qa)
+
     p = bench.add_parser("llm-retain", parents=[common], help="LLM extraction of one LoCoMo session, timed")
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
     p.add_argument("--conversation", type=int, default=0, help="conversation index (default 0)")
     p.add_argument("--session", type=_positive_int, default=1, help="session number (default 1)")
     p.set_defaults(func=cmd_bench_llm_retain)
-    return parser
 
 
 # --------------------------------------------------------------------------------------------------
@@ -307,38 +369,111 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any] | None:
     return summary if args.json else None
 
 
+def _backends(args: argparse.Namespace) -> dict[str, Any]:
+    from .bench.backends import resolve_backends
+
+    try:
+        return resolve_backends(args.backend)
+    except KeyError as exc:
+        raise CLIError(str(exc.args[0])) from None
+
+
+def _bench_log(args: argparse.Namespace) -> Callable[..., None]:
+    return _stderr_print if args.json else print
+
+
+def _report_written(args: argparse.Namespace, paths: Sequence[Path]) -> None:
+    if not args.json:
+        print("\nwrote " + ", ".join(str(p) for p in paths))
+
+
 def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench locomo``: evidence recall on LoCoMo; writes locomo.json and locomo.md under --out."""
-    from .bench.locomo import format_tables, run_locomo
+    """``bench locomo``: evidence recall on LoCoMo with channel ablations; writes JSON, markdown and plots."""
+    from .bench.locomo import CONFIGS, run_locomo, run_locomo_backends, write_locomo
 
     data = Path(args.data) if args.data else find_locomo()
     if not data.is_file():
         raise CLIError(f"LoCoMo data not found: {data}")
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = run_locomo(
-        data, workdir=args.workdir, limit_conversations=args.conversations, limit_questions=args.questions,
-        progress=args.progress, log=_stderr_print if args.json else print,
-    )
-    (out_dir / "locomo.json").write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
-    markdown = "# LoCoMo retrieval\n\n" + format_tables(result) + "\n"
-    (out_dir / "locomo.md").write_text(markdown, encoding="utf-8")
-    if args.json:
-        return result
-    print(f"\nwrote {out_dir / 'locomo.json'} and {out_dir / 'locomo.md'}")
-    return None
+    configs = CONFIGS
+    if args.configs:
+        unknown = [c for c in args.configs if c not in CONFIGS]
+        if unknown:
+            raise CLIError(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
+        configs = {c: CONFIGS[c] for c in args.configs}
+    backends = _backends(args)
+    kwargs: dict[str, Any] = {
+        "limit_conversations": args.conversations, "limit_questions": args.questions, "configs": configs,
+        "latency_every": args.latency_every, "progress": args.progress, "log": _bench_log(args),
+    }
+    if len(backends) == 1:
+        (name, factory), = backends.items()
+        result = run_locomo(data, open_hindsight=factory, backend=name, workdir=args.workdir, **kwargs)
+    else:
+        result = run_locomo_backends(data, backends, workdir=args.workdir, **kwargs)
+    _report_written(args, write_locomo(args.out, result))
+    return result if args.json else None
+
+
+def cmd_bench_longmemeval(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``bench longmemeval``: LongMemEval's official session-level retrieval metrics per question type."""
+    from .bench.longmemeval import TINY_DATA, run_longmemeval, write_longmemeval
+
+    data = Path(args.data or os.environ.get("HINDSIGHT_LONGMEMEVAL") or TINY_DATA)
+    if not data.is_file():
+        raise CLIError(f"LongMemEval data not found: {data}")
+    if data == TINY_DATA:
+        _stderr_print(f"note: using the bundled {TINY_DATA.name} (a 7-question format sample, not the benchmark); "
+                      "pass --data longmemeval_s.json for real figures")
+    results = {}
+    for name, factory in _backends(args).items():
+        workdir = Path(args.workdir) / name if args.workdir else None
+        results[name] = run_longmemeval(data, open_hindsight=factory, backend=name, workdir=workdir,
+                                        limit_questions=args.questions, progress=args.progress,
+                                        log=_bench_log(args))
+    result = results if len(results) > 1 else next(iter(results.values()))
+    _report_written(args, write_longmemeval(args.out, result))
+    return result if args.json else None
 
 
 def cmd_bench_scale(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench scale``: recall latency per stage on synthetic banks, with a bare Chroma query as the floor."""
-    from .bench.scale import format_scale, run_scale
+    """``bench scale``: throughput, latency per channel vs bare Chroma, memory, disk and reopen time."""
+    from .bench.scale import run_scale, write_scale
 
-    out_dir = Path(args.out)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    result = run_scale(tuple(args.units), queries=args.queries, budget=args.budget, progress=args.progress,
-                       log=_stderr_print if args.json else print)
-    (out_dir / "scale.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    (out_dir / "scale.md").write_text("# Scale\n\n" + format_scale(result) + "\n", encoding="utf-8")
+    sizes = tuple(dict.fromkeys(n for group in args.units for n in group))
+    results = {}
+    for name, factory in _backends(args).items():
+        workdir = Path(args.workdir) / name if args.workdir else None
+        results[name] = run_scale(sizes, queries=args.queries, budget=args.budget, open_hindsight=factory,
+                                  backend=name, workdir=workdir, progress=args.progress, log=_bench_log(args))
+    result = results if len(results) > 1 else next(iter(results.values()))
+    _report_written(args, write_scale(args.out, result))
+    return result if args.json else None
+
+
+def cmd_bench_qa(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``bench qa``: answers by reflect, judged correct/wrong by a second model; accuracy per category."""
+    from .bench.longmemeval import TINY_DATA
+    from .bench.qa import endpoint_llm, run_qa, write_qa
+
+    if args.data:
+        data = Path(args.data)
+    elif args.dataset == "locomo":
+        data = find_locomo()
+    else:
+        data = Path(os.environ.get("HINDSIGHT_LONGMEMEVAL") or TINY_DATA)
+    if not data.is_file():
+        raise CLIError(f"{args.dataset} data not found: {data}")
+    answer = endpoint_llm(args.answer_url, args.answer_model, args.answer_key)
+    judge = endpoint_llm(args.judge_url, args.judge_model, args.judge_key)
+    results = {}
+    for name, factory in _backends(args).items():
+        workdir = Path(args.workdir) / name if args.workdir else None
+        results[name] = run_qa(args.dataset, data, answer_llm=answer, judge_llm=judge, open_hindsight=factory,
+                               backend=name, workdir=workdir, limit_conversations=args.conversations,
+                               limit_questions=args.questions, budget=args.budget, extract=args.extract,
+                               progress=args.progress, log=_bench_log(args))
+    result = results if len(results) > 1 else next(iter(results.values()))
+    _report_written(args, write_qa(args.out, result))
     return result if args.json else None
 
 
@@ -508,6 +643,16 @@ def _reflect_available() -> bool:
     from .bank import Bank
 
     return hasattr(Bank, "reflect")
+
+
+def _int_list(text: str) -> list[int]:
+    """``"1000,10000"`` -> ``[1000, 10000]`` (each positive)."""
+    return [_positive_int(part) for part in text.split(",") if part.strip()]
+
+
+def _name_list(text: str) -> list[str]:
+    """``"full,no-graph"`` -> ``["full", "no-graph"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def _positive_int(text: str) -> int:
