@@ -30,7 +30,16 @@ def open_embedded(root: Path, **kwargs: Any) -> Hindsight:
     return Hindsight.open(root, **kwargs)
 
 
-BACKENDS: dict[str, OpenHindsight] = {"embedded": open_embedded}
+def open_server(root: Path, **kwargs: Any) -> AbstractContextManager[Hindsight]:
+    """The server backend: Neo4j graph store over Bolt + Chroma server. Uses the servers named by
+    ``NEO4J_URI``/``CHROMA_PORT`` (and friends) when set, else starts ArcadeDB's Bolt endpoint and a Chroma
+    server under ``root`` and stops them afterwards (see ``hindsight_core.servers``)."""
+    from ..servers import open_server_backend
+
+    return open_server_backend(root, **kwargs)
+
+
+BACKENDS: dict[str, OpenHindsight] = {"embedded": open_embedded, "server": open_server}
 """Known backends by name; ``embedded`` always exists."""
 
 
