@@ -57,9 +57,11 @@ class EntityRecognizer:
                     try:
                         import spacy
 
-                        cls._nlp = spacy.load(
+                        nlp = spacy.load(
                             SPACY_MODEL, disable=["parser", "lemmatizer", "attribute_ruler", "tagger"]
                         )
+                        _drop_unused_tok2vec(nlp)
+                        cls._nlp = nlp
                     except (ImportError, OSError) as exc:
                         log.warning("spaCy model %s unavailable (%s); using the regex fallback", SPACY_MODEL, exc)
                         cls._unavailable = True
@@ -86,6 +88,19 @@ class EntityRecognizer:
                 seen[name.casefold()] = ExtractedEntity(name=name, type=etype)
             out.append(list(seen.values()))
         return out
+
+
+def _drop_unused_tok2vec(nlp: Any) -> None:
+    """Disable the shared ``tok2vec`` when no enabled component listens to it.
+
+    In the small English pipeline only the tagger and parser listen to it; NER embeds tokens itself, so with
+    those two disabled the shared tok2vec is pure waste (about a third of NER time; entities are identical).
+    """
+    if "tok2vec" not in nlp.pipe_names:
+        return
+    listeners = getattr(nlp.get_pipe("tok2vec"), "listening_components", [])
+    if not any(name in nlp.pipe_names for name in listeners):
+        nlp.disable_pipe("tok2vec")
 
 
 def _clean(name: str) -> str:

@@ -108,7 +108,7 @@ class RecallPipeline:
         if constraint is not None and constraint.range is not None:
             futures["temporal"] = self.executor.submit(
                 _timed, timings, "temporal_ms", ch.temporal, self.index, bank_id, qvec, constraint.range,
-                s.temporal_k, nets, window,
+                s.temporal_k, nets, window, self.store,
             )
         results: dict[str, list[tuple[str, float]]] = {}
         if "semantic" in enabled or "graph" in enabled:
@@ -120,7 +120,7 @@ class RecallPipeline:
         if "graph" in enabled:
             # Spreading activation starts from the best direct hits of semantic and keyword together.
             direct = {n: results[n] for n in ("semantic", "keyword") if n in results}
-            seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=s.channel_weights)
+            seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=s.channel_weights, with_hits=False)
             seeds = seeds[: s.graph_seeds]
             if seeds:
                 top = seeds[0][1]
@@ -131,7 +131,7 @@ class RecallPipeline:
 
         t = time.perf_counter()
         ordered = {name: results[name] for name in CHANNELS if name in results}
-        fused, hits = reciprocal_rank_fusion(ordered, k=s.rrf_k, weights=s.channel_weights)
+        fused, hits = reciprocal_rank_fusion(ordered, k=s.rrf_k, weights=s.channel_weights, with_hits=trace)
         fused = fused[: s.max_candidates]
         timings["fusion_ms"] = _ms(t)
 
