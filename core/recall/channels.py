@@ -104,6 +104,22 @@ def graph(
     Seeds start with their (normalised) retrieval score. The seeds stay in the ranking: leaving them out would hand
     their neighbours an extra vote in the fusion and push the best direct hits below them.
     """
+    spread = getattr(store, "spread_activation", None)
+    if callable(spread):
+        # A server store computes the same activation in its own query language (one round trip per hop,
+        # one row per reached unit) instead of shipping every edge here.
+        return spread(bank_id, seeds, hops=settings.graph_hops, decay=settings.graph_decay,  # type: ignore[no-any-return]
+                      multipliers=settings.link_multipliers, entity_fanout=settings.entity_fanout, k=settings.graph_k)
+    return spread_over_neighbors(store, bank_id, seeds, settings)
+
+
+def spread_over_neighbors(
+    store: GraphStore,
+    bank_id: str,
+    seeds: Sequence[tuple[str, float]],
+    settings: RecallSettings,
+) -> list[tuple[str, float]]:
+    """The reference spreading activation, hop by hop over ``GraphStore.neighbors`` (any store)."""
     activation: dict[str, float] = {sid: max(score, 0.0) for sid, score in seeds}
     frontier = dict(activation)
     mu = settings.link_multipliers

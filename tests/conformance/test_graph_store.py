@@ -287,7 +287,7 @@ def test_neighbors(store: GraphStore, bank_id: str) -> None:
 def test_spreading_activation_matches_channel(backend: Backend, store: GraphStore, bank_id: str) -> None:
     settings = RecallSettings(graph_hops=2)
     seeds = [("u1", 1.0), ("u2", 0.5)]
-    expected = channels.graph(store, bank_id, seeds, settings)
+    expected = channels.spread_over_neighbors(store, bank_id, seeds, settings)
     assert [i for i, _ in expected][:2] == ["u1", "u4"] or expected[0][0] == "u1"
     spread = getattr(store, "spread_activation", None)
     if backend.name == "server":  # the Bolt store computes the same ranking server-side
@@ -296,6 +296,7 @@ def test_spreading_activation_matches_channel(backend: Backend, store: GraphStor
                      multipliers=settings.link_multipliers, entity_fanout=settings.entity_fanout, k=settings.graph_k)
         assert [i for i, _ in got] == [i for i, _ in expected]
         assert [a for _, a in got] == pytest.approx([a for _, a in expected])
+        assert channels.graph(store, bank_id, seeds, settings) == got  # recall's graph channel takes that path
 
 
 def test_jobs(backend: Backend, bank_id: str) -> None:
