@@ -141,6 +141,19 @@ class Memory(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     score: float | None = Field(None, description="fused recall score, set on recall results only")
 
+    def provenance(self) -> dict[str, Any]:
+        """Flat, JSON-friendly fields for framework documents and nodes: id, network, occurred_start/end and
+        mentioned_at as ISO strings, confidence, entities, sources, document_id, score."""
+        def iso(value: datetime | None) -> str | None:
+            return value.isoformat() if value is not None else None
+
+        return {
+            "id": self.id, "network": self.network.value, "occurred_start": iso(self.occurred_start),
+            "occurred_end": iso(self.occurred_end), "mentioned_at": iso(self.mentioned_at),
+            "confidence": self.confidence, "entities": list(self.entities), "sources": list(self.sources),
+            "document_id": self.document_id, "score": self.score,
+        }
+
 
 class Entity(BaseModel):
     """A canonical entity of a bank, resolved from its mentions."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from langchain_core.documents import Document
@@ -19,24 +18,9 @@ _ROLE_BY_TYPE = {"human": "user", "ai": "assistant", "system": "system", "tool":
 MEMORY_PROMPT_HEADER = "Relevant long-term memories (from earlier conversations; use them if they help):"
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def memory_metadata(memory: Memory) -> dict[str, Any]:
     """The metadata a retrieved memory carries: provenance, time, network, confidence and score."""
-    return {
-        "id": memory.id,
-        "network": memory.network.value,
-        "occurred_start": _iso(memory.occurred_start),
-        "occurred_end": _iso(memory.occurred_end),
-        "mentioned_at": _iso(memory.mentioned_at),
-        "confidence": memory.confidence,
-        "entities": list(memory.entities),
-        "sources": list(memory.sources),
-        "document_id": memory.document_id,
-        "score": memory.score,
-    }
+    return memory.provenance()
 
 
 def memory_to_document(memory: Memory) -> Document:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -40,24 +39,9 @@ DATE_KEYS: tuple[str, ...] = ("occurred_start", "occurred_end", "mentioned_at")
 """The only metadata an LLM sees next to a node's text (when set): dates help temporal questions, ids do not."""
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value is not None else None
-
-
 def memory_metadata(memory: Memory) -> dict[str, Any]:
     """The node metadata of ``memory``: ids, network, ISO times, confidence, entities, provenance, score."""
-    return {
-        "id": memory.id,
-        "network": str(memory.network.value),
-        "occurred_start": _iso(memory.occurred_start),
-        "occurred_end": _iso(memory.occurred_end),
-        "mentioned_at": _iso(memory.mentioned_at),
-        "confidence": memory.confidence,
-        "entities": list(memory.entities),
-        "sources": list(memory.sources),
-        "document_id": memory.document_id,
-        "score": memory.score,
-    }
+    return memory.provenance()
 
 
 def memory_to_node(memory: Memory) -> NodeWithScore:
