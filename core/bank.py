@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidInputError
-from .inputs import RetainInput, document_input
+from .inputs import RetainInput, document_input, parse_timestamp
 from .models import (
     BankProfile,
     Disposition,
@@ -23,6 +23,7 @@ from .models import (
     Reflection,
     RetainResult,
     TimeRange,
+    utcnow,
 )
 
 if TYPE_CHECKING:
@@ -341,9 +342,6 @@ class Bank:
 
         Memories an earlier version of ``document_id`` produced are forgotten; ``created_at`` is kept.
         """
-        from .inputs import parse_timestamp
-        from .models import utcnow
-
         if not isinstance(document_id, str) or not document_id:
             raise InvalidInputError("document_id must be a non-empty string")
         old = self._hs.store.get_document(self.id, document_id)
