@@ -4,7 +4,9 @@ Everything else in ``neo4j.py`` is Cypher both servers accept. What differs live
 
 - Neo4j 5 creates the full-text index in Cypher (``CREATE FULLTEXT INDEX ... OPTIONS {indexConfig: ...}``);
   ArcadeDB rejects that statement and creates one with SQL over its HTTP API, where the index is then named
-  ``Type[prop,...]``. Both are queried with ``db.index.fulltext.queryNodes`` and Lucene query syntax.
+  ``Type[prop,...]``. Both are queried with ``db.index.fulltext.queryNodes`` and Lucene query syntax. The
+  index covers pre-tokenised properties (``kw_text``, ``kw_context``: FTS5's tokens, see ``fts5_bm25``) with a
+  whitespace analyzer, so both servers find exactly the tokens the SQLite store indexes.
 - Element ids: Neo4j's are opaque strings, ArcadeDB's look like ``#1:0``; the store never relies on them.
 
 The Neo4j 5 side is written to Neo4j's documented syntax; the tests here run the ArcadeDB side.
@@ -43,9 +45,11 @@ SCHEMA_CYPHER: tuple[str, ...] = (
     "CREATE INDEX hs_job_bank IF NOT EXISTS FOR (j:Job) ON (j.bank_id)",
 )
 
-# Properties of :Unit covered by the full-text index: text, search context (weighted at query time) and a
-# hex token of the bank id, so the index itself filters by bank (``+bank_key:...``).
-FULLTEXT_PROPERTIES: tuple[str, ...] = ("text", "context", "bank_key")
+# Properties of :Unit covered by the full-text index: the tokens of text and of search context (weighted at
+# query time) and a hex token of the bank id, so the index itself filters by bank (``+bank_key:...``).
+FULLTEXT_PROPERTIES: tuple[str, ...] = ("kw_text", "kw_context", "bank_key")
+# The previous layout's index (English analyzer over raw text), dropped when a database is upgraded.
+LEGACY_FULLTEXT_PROPERTIES: tuple[str, ...] = ("text", "context", "bank_key")
 
 
 @dataclass
@@ -57,16 +61,17 @@ class CypherDialect:
     @property
     def fulltext_index(self) -> str:
         """Name passed to ``db.index.fulltext.queryNodes``."""
-        return "hs_unit_fulltext"
+        return "hs_unit_terms"
 
     def schema_statements(self) -> list[str]:
         """Idempotent Cypher run at open (constraints, range indexes and, on Neo4j, the full-text index)."""
         props = ", ".join(f"u.{p}" for p in FULLTEXT_PROPERTIES)
         return [
             *SCHEMA_CYPHER,
-            # The english analyzer stems ("paintings" finds "painted"), like the SQLite store's porter tokenizer.
+            "DROP INDEX hs_unit_fulltext IF EXISTS",  # the previous layout's English-analysed index
+            # Whitespace: the properties already hold FTS5's tokens (stemmed, lower-cased, diacritics removed).
             f"CREATE FULLTEXT INDEX {self.fulltext_index} IF NOT EXISTS FOR (u:Unit) ON EACH [{props}] "
-            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'english'}}",
+            "OPTIONS {indexConfig: {`fulltext.analyzer`: 'whitespace'}}",
         ]
 
     def after_schema(self, run: Callable[[str], list[dict[str, Any]]]) -> None:
@@ -93,11 +98,15 @@ class ArcadeDBDialect(CypherDialect):
         return list(SCHEMA_CYPHER)
 
     def after_schema(self, run: Callable[[str], list[dict[str, Any]]]) -> None:
-        """Create the full-text index (English analyzer, like Neo4j's 'english') with SQL, unless it exists.
+        """Create the full-text index (whitespace analyzer, like Neo4j's 'whitespace') with SQL, unless it exists.
 
         The check goes over Bolt, so reopening a set-up database does not need the HTTP API at all.
         """
-        if any(r.get("name") == self.fulltext_index for r in run("SHOW INDEXES YIELD name RETURN name")):
+        names = {r.get("name") for r in run("SHOW INDEXES YIELD name RETURN name")}
+        legacy = "Unit[" + ",".join(LEGACY_FULLTEXT_PROPERTIES) + "]"
+        if legacy in names:
+            self.sql(f"DROP INDEX `{legacy}`")
+        if self.fulltext_index in names:
             return
         self.sql("CREATE VERTEX TYPE Unit IF NOT EXISTS")
         for prop in FULLTEXT_PROPERTIES:
@@ -105,7 +114,7 @@ class ArcadeDBDialect(CypherDialect):
         cols = ", ".join(FULLTEXT_PROPERTIES)
         self.sql(
             f"CREATE INDEX IF NOT EXISTS ON Unit ({cols}) FULL_TEXT "
-            'METADATA {"analyzer": "org.apache.lucene.analysis.en.EnglishAnalyzer"}'
+            'METADATA {"analyzer": "org.apache.lucene.analysis.core.WhitespaceAnalyzer"}'
         )
 
     def sql(self, command: str) -> Any:

@@ -5,8 +5,10 @@ parameter):
 
 - ``(:Bank {id, name, background, disposition, created_at})``
 - ``(:Document {key, bank_id, id, content, context, timestamp, status, error, metadata, created_at, updated_at})``
-- ``(:Unit {id, bank_id, bank_key, text, context, network, occurred_start, occurred_end, mentioned_at, t_start,
-  t_end, confidence, sources, document_id, position, metadata, created_at, seq})``
+- ``(:Unit {id, bank_id, bank_key, text, context, kw_text, kw_context, kw_len, network, occurred_start,
+  occurred_end, mentioned_at, t_start, t_end, confidence, sources, document_id, position, metadata, created_at,
+  seq})``: ``kw_*`` are the tokens SQLite's FTS5 would index (see ``fts5_bm25``), space-joined
+- ``(:Schema {id: 'hindsight', version})``: which layout the database holds
 - ``(:Entity {id, bank_id, name, norm, type, aliases, mention_count, first_seen, last_seen})``
 - ``(:Unit)-[:MENTIONS]->(:Entity)``, ``(:Unit)-[:LINK {bank_id, type, weight}]->(:Unit)``
 - ``(:OpinionEvent {bank_id, opinion_id, seq, ...})``, ``(:Job {id, bank_id, kind, payload, status, ...})``
@@ -14,20 +16,25 @@ parameter):
 Times are epoch seconds (floats): range indexes serve them and no server-side temporal type is needed.
 ``t_start``/``t_end`` hold the occurrence interval with the fallbacks the SQLite store computes per query,
 so temporal filters are plain indexed ranges. Lists and dicts are stored as JSON strings.
-Server differences (full-text index creation) live in ``cypher_dialect``.
+Server differences (full-text index creation) live in ``cypher_dialect``. The keyword channel uses the
+full-text index (whitespace-analysed ``kw_*`` tokens) only to find candidates and ranks them with FTS5's
+bm25 over per-bank statistics, so both stores rank keyword hits alike.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import os
 import random
 import re
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -50,9 +57,13 @@ from ..models import (
 )
 from .base import Edge, UnitBatch
 from .cypher_dialect import ArcadeDBDialect, CypherDialect, detect_dialect
-from .sqlite import _STOPWORDS, _WORD
+from .fts5_bm25 import Fts5Tokenizer, Phrase, idf, matches, query_terms, score_rows
 
 T = TypeVar("T")
+
+SCHEMA_VERSION = 2
+TERM_STATS_TTL = 30.0  # seconds a bank's keyword statistics are trusted without a local write
+KEYWORD_CANDIDATES = 1000  # most full-text hits read per search; past it, phrase counts are queried
 
 # Lucene's query syntax characters; terms are \w+ words, but escaping keeps that guarantee local.
 _LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
@@ -71,29 +82,46 @@ def bank_key(bank_id: str) -> str:
     return "b" + hashlib.sha256(bank_id.encode("utf-8")).hexdigest()[:32]
 
 
-def lucene_terms(text: str) -> list[str]:
-    """The search terms of free text, as the SQLite store picks them: words, lower-cased, stopwords dropped."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    terms = list(dict.fromkeys(w for w in words if w not in _STOPWORDS and len(w) > 1))
-    if not terms:
-        terms = list(dict.fromkeys(w for w in words if w))
-    return terms[:64]
+def lucene_query(key: str, phrases: Sequence[Phrase]) -> str:
+    """A Lucene query: the bank's token is required, each phrase is quoted and searched in both token fields.
 
-
-def lucene_query(key: str, terms: Sequence[str], context_weight: float) -> str:
-    """A Lucene query: the bank's token is required, each term is quoted and searched in text and context.
-
-    Quoting and escaping every term means no user text reaches Lucene's syntax (fields, wildcards, boosts).
+    Quoting and escaping every token means no user text reaches Lucene's syntax (fields, wildcards, boosts).
     """
     clauses = []
-    for term in terms:
-        quoted = '"' + _LUCENE_SPECIAL.sub(r"\\\1", term) + '"'
-        # Context clauses stay at weight 0 too: like FTS5's bm25 weights, the weight scales the score, and a
-        # context-only match is still found (ranked last).
-        clauses.append(f"text:{quoted}")
-        clauses.append(f"context:{quoted}^{max(context_weight, 0.0):.4f}")
-    # ^0: the bank clause filters without adding to the score (its own BM25 share would lift every hit).
+    for phrase in phrases:
+        quoted = '"' + _LUCENE_SPECIAL.sub(r"\\\1", " ".join(phrase)) + '"'
+        clauses.append(f"kw_text:{quoted}")
+        clauses.append(f"kw_context:{quoted}")
+    # ^0: the bank clause filters without adding to the score (its own share would lift every hit).
     return f'+bank_key:"{key}"^0 +(' + " OR ".join(clauses) + ")"
+
+
+@functools.cache
+def _tokenizer() -> Fts5Tokenizer:
+    # Created on first use (no import-time side effects); it is thread-safe and shared by every store.
+    return Fts5Tokenizer(columns=2)
+
+
+def keyword_tokens(texts: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The ``kw_text``/``kw_context``/``kw_len`` properties of units with these (text, context) pairs."""
+    return [
+        {"kw_text": " ".join(text), "kw_context": " ".join(context), "kw_len": len(text) + len(context)}
+        for text, context in _tokenizer().tokenize(texts)
+    ]
+
+
+def _split(tokens: str | None) -> Phrase:
+    return tuple(tokens.split(" ")) if tokens else ()
+
+
+@dataclass
+class _BankTermStats:
+    """Keyword statistics of one bank: unit count, total tokens and phrase hit counts, with their age."""
+
+    at: float
+    rows: int
+    tokens: int
+    hits: dict[Phrase, int] = field(default_factory=dict)
 
 
 def _is_conflict(exc: Exception) -> bool:
@@ -158,6 +186,10 @@ class Neo4jGraphStore:
             else:
                 self.driver.close()
                 raise StoreError(f"unknown Cypher dialect {dialect!r}; use 'neo4j5' or 'arcadedb'")
+        # Keyword statistics per bank, refreshed after this store writes to the bank or once they are older
+        # than ``TERM_STATS_TTL`` (another process may have written): stale figures only nudge scores.
+        self._term_stats: dict[str, _BankTermStats] = {}
+        self._term_lock = threading.Lock()
         try:
             self._setup_schema(tried)
         except BaseException:
@@ -172,8 +204,35 @@ class Neo4jGraphStore:
             for statement in self.dialect.schema_statements():
                 self._run(statement)
             self.dialect.after_schema(self._run)
+            self._upgrade()
         except Neo4jError as exc:
             raise StoreError(f"cannot set up the graph schema on {tried}: {exc}") from exc
+
+    def _upgrade(self) -> None:
+        """Bring a database written by an older layout up to date (v1 -> v2: keyword tokens on every unit)."""
+        rows = self._run("MATCH (s:Schema {id: 'hindsight'}) RETURN s.version AS v")
+        if rows and int(rows[0]["v"] or 0) >= SCHEMA_VERSION:
+            return
+        while True:  # idempotent: two processes upgrading at once write the same values
+            todo = self._run(
+                "MATCH (u:Unit) WHERE u.kw_len IS NULL RETURN u.id AS id, u.text AS text, u.context AS context "
+                "LIMIT 500"
+            )
+            if not todo:
+                break
+            props = keyword_tokens([(r["text"] or "", r["context"] or "") for r in todo])
+            rows_ = [{"id": r["id"], "props": p} for r, p in zip(todo, props, strict=True)]
+            self._write(lambda tx, rows_=rows_: tx.run(
+                "UNWIND $rows AS r MATCH (u:Unit {id: r.id}) SET u += r.props", rows=rows_
+            ).consume())
+        self._write(lambda tx: tx.run(
+            "MERGE (s:Schema {id: 'hindsight'}) SET s.version = $v", v=SCHEMA_VERSION
+        ).consume(), retry_duplicates=True)
+
+    def _stale(self, bank_id: str) -> None:
+        # This process changed the bank's units: its keyword statistics are recomputed on the next search.
+        with self._term_lock:
+            self._term_stats.pop(bank_id, None)
 
     def _session(self) -> Any:
         return self.driver.session(database=self.database) if self.database else self.driver.session()
@@ -272,6 +331,7 @@ class Neo4jGraphStore:
                 tx.run(f"MATCH (n:{label}) WHERE n.bank_id = $bank DETACH DELETE n", bank=bank_id).consume()
             tx.run("MATCH (b:Bank {id: $bank}) DETACH DELETE b", bank=bank_id).consume()
         self._write(work)
+        self._stale(bank_id)
 
     # documents -----------------------------------------------------------------------------------
     @staticmethod
@@ -339,6 +399,7 @@ class Neo4jGraphStore:
         new_entities = [_entity_props(bank_id, e) for e in batch.new_entities]
         updated = [_entity_props(bank_id, e) for e in batch.updated_entities]
         units = []
+        keywords = keyword_tokens([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
         for i, u in enumerate(batch.units):
             start, end, mentioned = _ts(u.occurred_start), _ts(u.occurred_end), _ts(u.mentioned_at)
             units.append({
@@ -349,7 +410,7 @@ class Neo4jGraphStore:
                     "t_end": _first(end, start, mentioned), "confidence": u.confidence,
                     "sources": json.dumps(u.sources), "document_id": u.document_id,
                     "position": batch.positions.get(u.id, 0), "metadata": json.dumps(u.metadata, default=str),
-                    "created_at": _ts(u.created_at), "seq": seq0 + i,
+                    "created_at": _ts(u.created_at), "seq": seq0 + i, **keywords[i],
                 },
             })
         mentions = [{"u": m.unit_id, "e": m.entity_id} for m in dict.fromkeys(batch.mentions)]
@@ -403,6 +464,7 @@ class Neo4jGraphStore:
                 ).consume()
 
         self._write(work, retry_duplicates=True)
+        self._stale(bank_id)
 
     def _memories(self, rows: list[dict[str, Any]]) -> list[Memory]:
         out = []
@@ -483,17 +545,38 @@ class Neo4jGraphStore:
             ).consume()
             return int(deleted)
 
-        return self._write(work)
+        try:
+            return self._write(work)
+        finally:
+            self._stale(bank_id)
 
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:
-        """Change a unit's text and/or confidence in place (the full-text index follows)."""
-        self._write(lambda tx: tx.run(
-            "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank "
-            "SET u.text = coalesce($text, u.text), u.confidence = coalesce($confidence, u.confidence)",
-            id=unit_id, bank=bank_id, text=text, confidence=confidence,
-        ).consume())
+        """Change a unit's text and/or confidence in place (its keyword tokens follow the text)."""
+        def work(tx: Any) -> None:
+            keywords: dict[str, Any] | None = None
+            if text is not None:
+                row = tx.run(
+                    "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.context AS context",
+                    id=unit_id, bank=bank_id,
+                ).single()
+                if row is None:
+                    return
+                keywords = keyword_tokens([(text, row["context"] or "")])[0]
+            tx.run(
+                "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank "
+                "SET u.text = coalesce($text, u.text), u.confidence = coalesce($confidence, u.confidence)",
+                id=unit_id, bank=bank_id, text=text, confidence=confidence,
+            ).consume()
+            if keywords is not None:
+                tx.run(
+                    "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u += $keywords",
+                    id=unit_id, bank=bank_id, keywords=keywords,
+                ).consume()
+
+        self._write(work)
+        self._stale(bank_id)
 
     def units_in_network(
         self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
@@ -629,22 +712,77 @@ class Neo4jGraphStore:
         time_range: TimeRange | None = None,
         context_weight: float = 0.5,
     ) -> list[tuple[str, float]]:
-        """Full-text (Lucene BM25) over unit text and, boosted down, its search context; best first."""
-        terms = lucene_terms(query)
-        if not terms or limit <= 0:
+        """FTS5's bm25 over unit text and, down-weighted, its search context; best first.
+
+        The full-text index finds the units holding any query token; they are scored like the SQLite
+        store's ``bm25(units_fts, 1.0, context_weight)``, with the bank's own unit count, mean length and
+        phrase hit counts (FTS5 uses the whole file's; a bank's ranking here never depends on other banks).
+        """
+        phrases = _tokenizer().phrases(query_terms(query))
+        if not phrases or limit <= 0:
             return []
         filters = self._filter_params(networks, time_range)
-        # Without filters Lucene's own top-k is the answer (the bank is part of the Lucene query); with filters
-        # every match is read, so filtering after the index cannot starve the result.
-        options = {"limit": int(limit)} if all(v is None for v in filters.values()) else {}
-        rows = self._read(
+        filtered = any(v is not None for v in filters.values())
+        # Unfiltered, the index's own top hits are read, up to KEYWORD_CANDIDATES (when fewer match, that is
+        # every unit matching a phrase, which also yields the exact hit counts); filtered, every match is read
+        # so that filtering after the index cannot starve the result.
+        cap = KEYWORD_CANDIDATES if not filtered else None
+        # One record holding one string per hit: the driver's per-record cost was most of the search time.
+        # Tokens hold no '|' (they are letters and digits) and the id comes last, so any id survives the split.
+        packed = self._read(
             "CALL db.index.fulltext.queryNodes($index, $query, $options) YIELD node, score "
             f"WITH node AS u, score WHERE u.bank_id = $bank AND {self._FILTERS} "
-            "RETURN u.id AS id, score ORDER BY score DESC, u.seq LIMIT $limit",
-            index=self.dialect.fulltext_index, query=lucene_query(bank_key(bank_id), terms, float(context_weight)),
-            options=options, bank=bank_id, limit=int(limit), **filters,
+            "RETURN collect(toString(coalesce(u.seq, 0)) + '|' + coalesce(u.kw_text, '') + '|' + "
+            "coalesce(u.kw_context, '') + '|' + u.id) AS hits",
+            index=self.dialect.fulltext_index, query=lucene_query(bank_key(bank_id), phrases),
+            options={"limit": cap} if cap else {}, bank=bank_id, **filters,
         )
-        return [(r["id"], float(r["score"])) for r in rows]
+        hits = packed[0]["hits"] if packed else []
+        docs = []
+        for hit in hits:
+            seq, text, context, uid = hit.split("|", 3)
+            docs.append((uid, (_split(text), _split(context)), int(seq)))
+        complete = cap is not None and len(hits) < cap
+        stats = self._bank_term_stats(bank_id, phrases, docs if complete else None)
+        idfs = [idf(stats.rows, stats.hits[p]) for p in phrases]
+        avgdl = stats.tokens / stats.rows if stats.rows else 0.0
+        # None: no phrase occurs in order (the index's phrase queries ignore order; FTS5's do not).
+        scores = score_rows([cols for _, cols, _ in docs], phrases, idfs, (1.0, float(context_weight)), avgdl)
+        scored = [(score, seq, uid) for (uid, _, seq), score in zip(docs, scores, strict=True) if score is not None]
+        scored.sort(key=lambda x: (-x[0], x[1]))
+        return [(uid, score) for score, _, uid in scored[:limit]]
+
+    def _bank_term_stats(
+        self, bank_id: str, phrases: Sequence[Phrase], every_match: list[tuple[str, tuple[Phrase, Phrase], int]] | None
+    ) -> _BankTermStats:
+        """The bank's unit count, token total and hit count of each phrase (cached, see ``TERM_STATS_TTL``).
+
+        ``every_match`` is every unit of the bank matching any phrase, when the caller has it: hit counts then
+        come from it instead of one full-text count per phrase.
+        """
+        now = time.monotonic()
+        with self._term_lock:
+            stats = self._term_stats.get(bank_id)
+        if stats is None or now - stats.at > TERM_STATS_TTL:
+            row = self._read(
+                "MATCH (u:Unit) WHERE u.bank_id = $bank RETURN count(u) AS n, sum(u.kw_len) AS tokens", bank=bank_id
+            )[0]
+            stats = _BankTermStats(at=now, rows=int(row["n"] or 0), tokens=int(row["tokens"] or 0))
+        missing = [p for p in dict.fromkeys(phrases) if p not in stats.hits]
+        if every_match is not None:
+            for p in missing:
+                stats.hits[p] = sum(1 for _, cols, _ in every_match if matches(cols, p))
+        else:
+            key = bank_key(bank_id)
+            for p in missing:
+                stats.hits[p] = int(self._read(
+                    "CALL db.index.fulltext.queryNodes($index, $query) YIELD node "
+                    "WITH node WHERE node.bank_id = $bank RETURN count(node) AS n",
+                    index=self.dialect.fulltext_index, query=lucene_query(key, [p]), bank=bank_id,
+                )[0]["n"])
+        with self._term_lock:
+            self._term_stats[bank_id] = stats
+        return stats
 
     def temporal_search(
         self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
@@ -843,6 +981,8 @@ class Neo4jGraphStore:
         """Delete every node this store wrote (tests and benchmarks reset a shared server with it)."""
         for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank"):
             self._write(lambda tx, label=label: tx.run(f"MATCH (n:{label}) DETACH DELETE n").consume())
+        with self._term_lock:
+            self._term_stats.clear()
 
 
 _UNIT_COLUMNS = ", ".join(

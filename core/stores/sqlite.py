@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -35,6 +34,7 @@ from ..models import (
     as_utc,
 )
 from .base import Edge, UnitBatch
+from .fts5_bm25 import TOKENIZER, query_terms
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -58,7 +58,7 @@ CREATE TABLE IF NOT EXISTS units (
 CREATE INDEX IF NOT EXISTS units_bank_time ON units (bank_id, occurred_start);
 CREATE INDEX IF NOT EXISTS units_bank_doc ON units (bank_id, document_id, position);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5 (
-    text, context, content='units', content_rowid='seq', tokenize='porter unicode61 remove_diacritics 2'
+    text, context, content='units', content_rowid='seq', tokenize='""" + TOKENIZER + """'
 );
 CREATE TRIGGER IF NOT EXISTS units_ai AFTER INSERT ON units BEGIN
     INSERT INTO units_fts (rowid, text, context) VALUES (new.seq, new.text, new.context);
@@ -106,20 +106,6 @@ CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
 
 SCHEMA_VERSION = "2"
 
-# Words too common to help the keyword channel; FTS5 has no stopword list of its own.
-_STOPWORDS = frozenset(
-    """
-    a about above after again against all am an and any are as at be because been before being below
-    between both but by can could did do does doing down during each few for from further had has
-    have having he her here hers herself him himself his how i if in into is it its itself just me
-    more most my myself no nor not now of off on once only or other our ours ourselves out over own
-    same she should so some such than that the their theirs them themselves then there these they
-    this those through to too under until up very was we were what when where which while who whom
-    why will with would you your yours yourself yourselves s t don did does doing ever also get got
-    like really much many kind thing things
-    """.split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -135,13 +121,10 @@ def fts_query(text: str) -> str | None:
 
     Quoting every term means no user text can reach FTS5's query syntax (NEAR, column filters, ``*``).
     """
-    words = [w.lower() for w in _WORD.findall(text)]
-    terms = list(dict.fromkeys(w for w in words if w not in _STOPWORDS and len(w) > 1))
-    if not terms:
-        terms = list(dict.fromkeys(w for w in words if w))
+    terms = query_terms(text)
     if not terms:
         return None
-    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms[:64])
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
 def _migrate(con: sqlite3.Connection) -> None:

@@ -8,10 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from conformance_support import ServerEnv, server_store
 
 from hindsight_core.errors import StoreError
 from hindsight_core.servers import bolt_server, chroma_server
 from hindsight_core.stores.chroma import ChromaVectorIndex
+from hindsight_core.stores.cypher_dialect import ArcadeDBDialect
 from hindsight_core.stores.neo4j import Neo4jGraphStore
 
 
@@ -68,7 +70,7 @@ def test_dialect_seam(tmp_path: Path) -> None:
     from hindsight_core.stores.cypher_dialect import ArcadeDBDialect, CypherDialect, detect_dialect
 
     neo4j_ddl = CypherDialect().schema_statements()
-    assert any(s.startswith("CREATE FULLTEXT INDEX hs_unit_fulltext IF NOT EXISTS") for s in neo4j_ddl)
+    assert any(s.startswith("CREATE FULLTEXT INDEX hs_unit_terms IF NOT EXISTS") for s in neo4j_ddl)
     assert not any("FULLTEXT" in s for s in ArcadeDBDialect().schema_statements())
     assert isinstance(detect_dialect("Neo4j/5.26.0 compatible (ArcadeDB 26.10.2)"), ArcadeDBDialect)
     assert type(detect_dialect("Neo4j/5.26.0")) is CypherDialect
@@ -77,5 +79,34 @@ def test_dialect_seam(tmp_path: Path) -> None:
             Neo4jGraphStore(bolt.uri, bolt.user, bolt.password, database=bolt.database, dialect="neo4j5")
         store = Neo4jGraphStore(bolt.uri, bolt.user, bolt.password, database=bolt.database, dialect="arcadedb",
                                 arcadedb_http=bolt.http_url)
-        assert store.dialect.fulltext_index == "Unit[text,context,bank_key]"
+        assert store.dialect.fulltext_index == "Unit[kw_text,kw_context,bank_key]"
         store.close()
+
+
+def test_upgrade_from_the_english_analysed_layout(servers: ServerEnv) -> None:
+    """A database written before units carried keyword tokens is upgraded at open: the tokens are backfilled,
+    the old English-analysed index is dropped and keyword search finds the old units again."""
+    from test_graph_store import seed
+
+    store = server_store(servers)
+    store.clear_all()
+    seed(store, "legacy")
+    # Turn it into the old layout: no tokens, no schema marker, the old full-text index instead of the new one.
+    store._run("MATCH (u:Unit) REMOVE u.kw_text, u.kw_context, u.kw_len")
+    store._run("MATCH (s:Schema) DELETE s")
+    assert isinstance(store.dialect, ArcadeDBDialect)
+    store.dialect.sql(f"DROP INDEX `{store.dialect.fulltext_index}`")
+    for prop in ("text", "context"):
+        store.dialect.sql(f"CREATE PROPERTY Unit.{prop} IF NOT EXISTS STRING")
+    store.dialect.sql('CREATE INDEX IF NOT EXISTS ON Unit (text, context, bank_key) FULL_TEXT '
+                      'METADATA {"analyzer": "org.apache.lucene.analysis.en.EnglishAnalyzer"}')
+    store.close()
+
+    upgraded = server_store(servers)
+    names = {r["name"] for r in upgraded._run("SHOW INDEXES YIELD name RETURN name")}
+    assert upgraded.dialect.fulltext_index in names and "Unit[text,context,bank_key]" not in names
+    assert upgraded._run("MATCH (u:Unit) WHERE u.kw_len IS NULL RETURN count(u) AS n")[0]["n"] == 0
+    assert upgraded._run("MATCH (s:Schema {id: 'hindsight'}) RETURN s.version AS v")[0]["v"] == 2
+    ids = [i for i, _ in upgraded.keyword_search("legacy", "Where did Oscar go running?", 10)]
+    assert set(ids) == {"u1", "u3", "u4"}
+    upgraded.close()

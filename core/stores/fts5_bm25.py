@@ -1,0 +1,164 @@
+"""SQLite FTS5's ``bm25()`` reproduced outside SQLite, so every graph store ranks keyword hits alike.
+
+The embedded store ranks the keyword channel with FTS5's ``bm25(units_fts, 1.0, context_weight)``. A server
+store has a Lucene index instead, whose analyzer and BM25 differ (per-field scores, its own stemmer), and
+that moved LoCoMo recall by about two points. So the server store keeps, per unit, the very tokens FTS5
+would index (the same tokenizer, run by an in-memory SQLite) and uses its full-text index only to find
+candidates, then scores them here with FTS5's formula (``fts5_aux.c``)::
+
+    idf(p)   = log((N - hits(p) + 0.5) / (hits(p) + 0.5)), at least 1e-6
+    f(p)     = sum over columns c of weight(c) * occurrences of phrase p in c
+    score    = sum over phrases p of idf(p) * f(p) * (k1 + 1) / (f(p) + k1 * (1 - b + b * D / avgdl))
+
+with k1 = 1.2, b = 0.75, D the unit's token count over all columns and avgdl its mean over the corpus.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+import threading
+from collections.abc import Sequence
+
+# The SQLite store's FTS5 tokenizer; the server store must tokenise with exactly this.
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+K1 = 1.2
+B = 0.75
+
+# Words too common to help the keyword channel; FTS5 has no stopword list of its own.
+STOPWORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before being below
+    between both but by can could did do does doing down during each few for from further had has
+    have having he her here hers herself him himself his how i if in into is it its itself just me
+    more most my myself no nor not now of off on once only or other our ours ourselves out over own
+    same she should so some such than that the their theirs them themselves then there these they
+    this those through to too under until up very was we were what when where which while who whom
+    why will with would you your yours yourself yourselves s t don did does doing ever also get got
+    like really much many kind thing things
+    """.split()
+)
+_WORD = re.compile(r"\w+", re.UNICODE)
+MAX_TERMS = 64
+
+Phrase = tuple[str, ...]
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a keyword query: lower-cased, stopwords and one-letter words dropped, at most 64.
+
+    When nothing is left (a query of stopwords only) every word is kept, so "who is it" still searches.
+    """
+    words = [w.lower() for w in _WORD.findall(text)]
+    terms = list(dict.fromkeys(w for w in words if w not in STOPWORDS and len(w) > 1))
+    if not terms:
+        terms = list(dict.fromkeys(w for w in words if w))
+    return terms[:MAX_TERMS]
+
+
+class Fts5Tokenizer:
+    """Tokenises text exactly as an FTS5 table with :data:`TOKENIZER` does, using an in-memory SQLite.
+
+    ``fts5vocab``'s ``instance`` table lists each token with its column and offset, which gives the token
+    sequence of every column. Thread-safe (one lock around the private connection).
+    """
+
+    def __init__(self, columns: int = 2) -> None:
+        """Prepare an in-memory FTS5 table of ``columns`` text columns."""
+        self.columns = columns
+        self._names = [f"c{i}" for i in range(columns)]
+        self._lock = threading.Lock()
+        self._con = sqlite3.connect(":memory:", check_same_thread=False)
+        cols = ", ".join(self._names)
+        self._con.execute(f"CREATE VIRTUAL TABLE t USING fts5({cols}, tokenize='{TOKENIZER}')")
+        self._con.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+
+    def tokenize(self, rows: Sequence[Sequence[str]]) -> list[tuple[Phrase, ...]]:
+        """Per row, the token sequence of each column (stemmed, lower-cased, diacritics removed)."""
+        if not rows:
+            return []
+        for row in rows:
+            if len(row) != self.columns:
+                raise ValueError(f"expected {self.columns} columns per row, got {len(row)}")
+        out: list[list[list[tuple[int, str]]]] = [[[] for _ in range(self.columns)] for _ in rows]
+        index = {name: i for i, name in enumerate(self._names)}
+        with self._lock, self._con:
+            self._con.executemany(
+                f"INSERT INTO t (rowid, {', '.join(self._names)}) VALUES (?{', ?' * self.columns})",
+                [(i + 1, *row) for i, row in enumerate(rows)],
+            )
+            try:
+                for term, doc, col, offset in self._con.execute("SELECT term, doc, col, offset FROM v"):
+                    out[doc - 1][index[col]].append((offset, term))
+            finally:
+                self._con.execute("DELETE FROM t")
+        return [tuple(tuple(term for _, term in sorted(col)) for col in row) for row in out]
+
+    def phrases(self, terms: Sequence[str]) -> list[Phrase]:
+        """Each query term tokenised as FTS5 tokenises a quoted string (usually one stem; empty ones dropped)."""
+        return [p for (p, *_) in self.tokenize([(t, *[""] * (self.columns - 1)) for t in terms]) if p]
+
+
+def occurrences(tokens: Phrase, phrase: Phrase) -> int:
+    """How many times ``phrase`` occurs in ``tokens`` (overlapping starts count, as FTS5's instances do)."""
+    n = len(phrase)
+    if n == 1:
+        return tokens.count(phrase[0])
+    return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
+
+
+def matches(columns: Sequence[Phrase], phrase: Phrase) -> bool:
+    """Whether ``phrase`` occurs in any column."""
+    return any(occurrences(col, phrase) for col in columns)
+
+
+def idf(rows: int, hits: int) -> float:
+    """FTS5's IDF: log((N - n + 0.5) / (n + 0.5)), never below 1e-6."""
+    value = math.log((rows - hits + 0.5) / (hits + 0.5)) if rows > 0 else 0.0
+    return value if value > 0.0 else 1e-6
+
+
+def bm25(
+    columns: Sequence[Phrase],
+    phrases: Sequence[Phrase],
+    idfs: Sequence[float],
+    weights: Sequence[float],
+    avgdl: float,
+) -> float:
+    """FTS5's bm25 of one row (positive: higher is better; FTS5 itself returns the negation)."""
+    return score_rows([columns], phrases, idfs, weights, avgdl)[0] or 0.0
+
+
+def score_rows(
+    rows: Sequence[Sequence[Phrase]],
+    phrases: Sequence[Phrase],
+    idfs: Sequence[float],
+    weights: Sequence[float],
+    avgdl: float,
+) -> list[float | None]:
+    """FTS5's bm25 of each row; None for a row where no phrase occurs (FTS5 would not return it).
+
+    A row matching only in a column of weight 0 scores 0.0 but is still a match, as in FTS5.
+    """
+    k1_plus_1 = K1 + 1.0
+    pairs = list(zip(phrases, idfs, strict=True))
+    out: list[float | None] = []
+    for columns in rows:
+        length = sum(map(len, columns))
+        norm = K1 * (1.0 - B + B * length / avgdl) if avgdl > 0 else K1
+        score = 0.0
+        hit = False
+        for phrase, phrase_idf in pairs:
+            freq = 0.0
+            found = False
+            for col, weight in zip(columns, weights, strict=False):
+                n = col.count(phrase[0]) if len(phrase) == 1 else occurrences(col, phrase)
+                if n:
+                    found = True
+                    freq += weight * n
+            if found:
+                hit = True
+                score += phrase_idf * (freq * k1_plus_1) / (freq + norm)
+        out.append(score if hit else None)
+    return out
