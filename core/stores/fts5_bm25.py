@@ -15,11 +15,14 @@ with k1 = 1.2, b = 0.75, D the unit's token count over all columns and avgdl its
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import sqlite3
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 # The SQLite store's FTS5 tokenizer; the server store must tokenise with exactly this.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -162,3 +165,99 @@ def score_rows(
                 score += phrase_idf * (freq * k1_plus_1) / (freq + norm)
         out.append(score if hit else None)
     return out
+
+
+def split_tokens(tokens: str | None) -> Phrase:
+    """A stored space-joined token string back as a token tuple."""
+    return tuple(tokens.split(" ")) if tokens else ()
+
+
+def keyword_columns(texts: Sequence[tuple[str, str]]) -> list[tuple[str, str, int]]:
+    """(text tokens, context tokens, token count) to store with units of these (text, context) pairs."""
+    return [(" ".join(t), " ".join(c), len(t) + len(c)) for t, c in shared_tokenizer().tokenize(texts)]
+
+
+@functools.cache
+def shared_tokenizer() -> Fts5Tokenizer:
+    """The process's two-column tokenizer (created on first use; thread-safe)."""
+    return Fts5Tokenizer(columns=2)
+
+
+@dataclass
+class BankTermStats:
+    """Keyword statistics of one bank: unit count, total tokens and phrase hit counts, with their age."""
+
+    at: float
+    rows: int
+    tokens: int
+    hits: dict[Phrase, int] = field(default_factory=dict)
+
+
+class TermStatsCache:
+    """Per-bank keyword statistics, kept until the store writes to the bank or ``ttl`` seconds pass.
+
+    Statistics are per bank, not per store file or server: a bank's ranking never depends on other banks.
+    Another process's writes show after at most ``ttl`` seconds; until then only scores move slightly:
+    which units match is always read fresh.
+    """
+
+    def __init__(self, ttl: float = 30.0) -> None:
+        """Keep each bank's statistics up to ``ttl`` seconds."""
+        self.ttl = ttl
+        self._stats: dict[str, BankTermStats] = {}
+        self._lock = threading.Lock()
+
+    def invalidate(self, bank_id: str | None = None) -> None:
+        """Forget one bank's statistics (after a write to it), or every bank's."""
+        with self._lock:
+            if bank_id is None:
+                self._stats.clear()
+            else:
+                self._stats.pop(bank_id, None)
+
+    def get(
+        self,
+        bank_id: str,
+        phrases: Sequence[Phrase],
+        totals: Callable[[], tuple[int, int]],
+        count_hits: Callable[[Phrase], int],
+        every_match: Sequence[Sequence[Phrase]] | None = None,
+    ) -> BankTermStats:
+        """The bank's statistics with a hit count for every phrase.
+
+        ``totals()`` gives (units, tokens) of the bank; ``count_hits(p)`` the units holding phrase ``p``.
+        ``every_match``, when the caller has read every unit of the bank matching any phrase, gives the hit
+        counts without a query.
+        """
+        now = time.monotonic()
+        with self._lock:
+            stats = self._stats.get(bank_id)
+        if stats is None or now - stats.at > self.ttl:
+            rows, tokens = totals()
+            stats = BankTermStats(at=now, rows=rows, tokens=tokens)
+        for p in dict.fromkeys(phrases):
+            if p not in stats.hits:
+                stats.hits[p] = (sum(1 for cols in every_match if matches(cols, p)) if every_match is not None
+                                 else count_hits(p))
+        with self._lock:
+            self._stats[bank_id] = stats
+        return stats
+
+
+def rank(
+    candidates: Sequence[tuple[str, Sequence[Phrase], int]],
+    phrases: Sequence[Phrase],
+    stats: BankTermStats,
+    weights: Sequence[float],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """Candidates ``(id, columns, order key)`` scored with FTS5's bm25 on ``stats``; best ``limit`` first.
+
+    A candidate in which no phrase occurs (in order) is dropped; ties keep the order key's order.
+    """
+    idfs = [idf(stats.rows, stats.hits[p]) for p in phrases]
+    avgdl = stats.tokens / stats.rows if stats.rows else 0.0
+    scores = score_rows([cols for _, cols, _ in candidates], phrases, idfs, weights, avgdl)
+    scored = [(s, key, uid) for (uid, _, key), s in zip(candidates, scores, strict=True) if s is not None]
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    return [(uid, s) for s, _, uid in scored[:limit]]

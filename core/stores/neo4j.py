@@ -23,18 +23,15 @@ bm25 over per-bank statistics, so both stores rank keyword hits alike.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 import os
 import random
 import re
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -57,12 +54,11 @@ from ..models import (
 )
 from .base import Edge, UnitBatch
 from .cypher_dialect import ArcadeDBDialect, CypherDialect, detect_dialect
-from .fts5_bm25 import Fts5Tokenizer, Phrase, idf, matches, query_terms, score_rows
+from .fts5_bm25 import Phrase, TermStatsCache, keyword_columns, query_terms, rank, shared_tokenizer, split_tokens
 
 T = TypeVar("T")
 
 SCHEMA_VERSION = 2
-TERM_STATS_TTL = 30.0  # seconds a bank's keyword statistics are trusted without a local write
 KEYWORD_CANDIDATES = 1000  # most full-text hits read per search; past it, phrase counts are queried
 
 # Lucene's query syntax characters; terms are \w+ words, but escaping keeps that guarantee local.
@@ -96,32 +92,9 @@ def lucene_query(key: str, phrases: Sequence[Phrase]) -> str:
     return f'+bank_key:"{key}"^0 +(' + " OR ".join(clauses) + ")"
 
 
-@functools.cache
-def _tokenizer() -> Fts5Tokenizer:
-    # Created on first use (no import-time side effects); it is thread-safe and shared by every store.
-    return Fts5Tokenizer(columns=2)
-
-
 def keyword_tokens(texts: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
     """The ``kw_text``/``kw_context``/``kw_len`` properties of units with these (text, context) pairs."""
-    return [
-        {"kw_text": " ".join(text), "kw_context": " ".join(context), "kw_len": len(text) + len(context)}
-        for text, context in _tokenizer().tokenize(texts)
-    ]
-
-
-def _split(tokens: str | None) -> Phrase:
-    return tuple(tokens.split(" ")) if tokens else ()
-
-
-@dataclass
-class _BankTermStats:
-    """Keyword statistics of one bank: unit count, total tokens and phrase hit counts, with their age."""
-
-    at: float
-    rows: int
-    tokens: int
-    hits: dict[Phrase, int] = field(default_factory=dict)
+    return [{"kw_text": t, "kw_context": c, "kw_len": n} for t, c, n in keyword_columns(texts)]
 
 
 def _is_conflict(exc: Exception) -> bool:
@@ -186,10 +159,7 @@ class Neo4jGraphStore:
             else:
                 self.driver.close()
                 raise StoreError(f"unknown Cypher dialect {dialect!r}; use 'neo4j5' or 'arcadedb'")
-        # Keyword statistics per bank, refreshed after this store writes to the bank or once they are older
-        # than ``TERM_STATS_TTL`` (another process may have written): stale figures only nudge scores.
-        self._term_stats: dict[str, _BankTermStats] = {}
-        self._term_lock = threading.Lock()
+        self._term_stats = TermStatsCache()  # per-bank keyword statistics (see ``keyword_search``)
         try:
             self._setup_schema(tried)
         except BaseException:
@@ -231,8 +201,7 @@ class Neo4jGraphStore:
 
     def _stale(self, bank_id: str) -> None:
         # This process changed the bank's units: its keyword statistics are recomputed on the next search.
-        with self._term_lock:
-            self._term_stats.pop(bank_id, None)
+        self._term_stats.invalidate(bank_id)
 
     def _session(self) -> Any:
         return self.driver.session(database=self.database) if self.database else self.driver.session()
@@ -718,7 +687,7 @@ class Neo4jGraphStore:
         store's ``bm25(units_fts, 1.0, context_weight)``, with the bank's own unit count, mean length and
         phrase hit counts (FTS5 uses the whole file's; a bank's ranking here never depends on other banks).
         """
-        phrases = _tokenizer().phrases(query_terms(query))
+        phrases = shared_tokenizer().phrases(query_terms(query))
         if not phrases or limit <= 0:
             return []
         filters = self._filter_params(networks, time_range)
@@ -741,48 +710,26 @@ class Neo4jGraphStore:
         docs = []
         for hit in hits:
             seq, text, context, uid = hit.split("|", 3)
-            docs.append((uid, (_split(text), _split(context)), int(seq)))
+            docs.append((uid, (split_tokens(text), split_tokens(context)), int(seq)))
         complete = cap is not None and len(hits) < cap
-        stats = self._bank_term_stats(bank_id, phrases, docs if complete else None)
-        idfs = [idf(stats.rows, stats.hits[p]) for p in phrases]
-        avgdl = stats.tokens / stats.rows if stats.rows else 0.0
-        # None: no phrase occurs in order (the index's phrase queries ignore order; FTS5's do not).
-        scores = score_rows([cols for _, cols, _ in docs], phrases, idfs, (1.0, float(context_weight)), avgdl)
-        scored = [(score, seq, uid) for (uid, _, seq), score in zip(docs, scores, strict=True) if score is not None]
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        return [(uid, score) for score, _, uid in scored[:limit]]
+        key = bank_key(bank_id)
+        stats = self._term_stats.get(
+            bank_id, phrases,
+            totals=lambda: self._keyword_totals(bank_id),
+            count_hits=lambda p: int(self._read(
+                "CALL db.index.fulltext.queryNodes($index, $query) YIELD node "
+                "WITH node WHERE node.bank_id = $bank RETURN count(node) AS n",
+                index=self.dialect.fulltext_index, query=lucene_query(key, [p]), bank=bank_id,
+            )[0]["n"]),
+            every_match=[cols for _, cols, _ in docs] if complete else None,
+        )
+        return rank(docs, phrases, stats, (1.0, float(context_weight)), limit)
 
-    def _bank_term_stats(
-        self, bank_id: str, phrases: Sequence[Phrase], every_match: list[tuple[str, tuple[Phrase, Phrase], int]] | None
-    ) -> _BankTermStats:
-        """The bank's unit count, token total and hit count of each phrase (cached, see ``TERM_STATS_TTL``).
-
-        ``every_match`` is every unit of the bank matching any phrase, when the caller has it: hit counts then
-        come from it instead of one full-text count per phrase.
-        """
-        now = time.monotonic()
-        with self._term_lock:
-            stats = self._term_stats.get(bank_id)
-        if stats is None or now - stats.at > TERM_STATS_TTL:
-            row = self._read(
-                "MATCH (u:Unit) WHERE u.bank_id = $bank RETURN count(u) AS n, sum(u.kw_len) AS tokens", bank=bank_id
-            )[0]
-            stats = _BankTermStats(at=now, rows=int(row["n"] or 0), tokens=int(row["tokens"] or 0))
-        missing = [p for p in dict.fromkeys(phrases) if p not in stats.hits]
-        if every_match is not None:
-            for p in missing:
-                stats.hits[p] = sum(1 for _, cols, _ in every_match if matches(cols, p))
-        else:
-            key = bank_key(bank_id)
-            for p in missing:
-                stats.hits[p] = int(self._read(
-                    "CALL db.index.fulltext.queryNodes($index, $query) YIELD node "
-                    "WITH node WHERE node.bank_id = $bank RETURN count(node) AS n",
-                    index=self.dialect.fulltext_index, query=lucene_query(key, [p]), bank=bank_id,
-                )[0]["n"])
-        with self._term_lock:
-            self._term_stats[bank_id] = stats
-        return stats
+    def _keyword_totals(self, bank_id: str) -> tuple[int, int]:
+        row = self._read(
+            "MATCH (u:Unit) WHERE u.bank_id = $bank RETURN count(u) AS n, sum(u.kw_len) AS tokens", bank=bank_id
+        )[0]
+        return int(row["n"] or 0), int(row["tokens"] or 0)
 
     def temporal_search(
         self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
@@ -981,8 +928,7 @@ class Neo4jGraphStore:
         """Delete every node this store wrote (tests and benchmarks reset a shared server with it)."""
         for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank"):
             self._write(lambda tx, label=label: tx.run(f"MATCH (n:{label}) DETACH DELETE n").consume())
-        with self._term_lock:
-            self._term_stats.clear()
+        self._term_stats.invalidate()
 
 
 _UNIT_COLUMNS = ", ".join(

@@ -34,7 +34,7 @@ from ..models import (
     as_utc,
 )
 from .base import Edge, UnitBatch
-from .fts5_bm25 import TOKENIZER, query_terms
+from .fts5_bm25 import TOKENIZER, TermStatsCache, keyword_columns, query_terms, rank, shared_tokenizer, split_tokens
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -53,7 +53,8 @@ CREATE TABLE IF NOT EXISTS units (
     bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
     text TEXT NOT NULL, network TEXT NOT NULL, occurred_start REAL, occurred_end REAL, mentioned_at REAL,
     confidence REAL, sources TEXT NOT NULL, document_id TEXT, position INTEGER NOT NULL DEFAULT 0,
-    metadata TEXT NOT NULL, created_at REAL NOT NULL, context TEXT NOT NULL DEFAULT ''
+    metadata TEXT NOT NULL, created_at REAL NOT NULL, context TEXT NOT NULL DEFAULT '',
+    kw_text TEXT, kw_context TEXT, kw_len INTEGER
 );
 CREATE INDEX IF NOT EXISTS units_bank_time ON units (bank_id, occurred_start);
 CREATE INDEX IF NOT EXISTS units_bank_doc ON units (bank_id, document_id, position);
@@ -104,7 +105,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
 """
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 
 
 
@@ -128,16 +129,39 @@ def fts_query(text: str) -> str | None:
 
 
 def _migrate(con: sqlite3.Connection) -> None:
-    """Bring a file written by an older version up to date (v1 -> v2: document metadata and updated_at)."""
+    """Bring a file written by an older version up to date.
+
+    v1 -> v2: document metadata and updated_at. v2 -> v3: keyword tokens on units (filled by ``_backfill``).
+    """
     cols = {r[1] for r in con.execute("PRAGMA table_info(documents)")}
     if cols and "metadata" not in cols:
         con.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
         con.execute("ALTER TABLE documents ADD COLUMN updated_at REAL NOT NULL DEFAULT 0")
         con.execute("UPDATE documents SET updated_at = created_at")
+    unit_cols = {r[1] for r in con.execute("PRAGMA table_info(units)")}
+    if unit_cols and "kw_len" not in unit_cols:
+        for col in ("kw_text TEXT", "kw_context TEXT", "kw_len INTEGER"):
+            con.execute(f"ALTER TABLE units ADD COLUMN {col}")
+
+
+def _backfill(con: sqlite3.Connection) -> None:
+    """Store keyword tokens for units written before v3 (idempotent: only rows still without them)."""
+    while True:
+        rows = con.execute("SELECT seq, text, context FROM units WHERE kw_len IS NULL LIMIT 1000").fetchall()
+        if not rows:
+            return
+        kw = keyword_columns([(r[1], r[2]) for r in rows])
+        con.execute("BEGIN IMMEDIATE")
+        con.executemany("UPDATE units SET kw_text = ?, kw_context = ?, kw_len = ? WHERE seq = ? AND kw_len IS NULL",
+                        [(*k, r[0]) for k, r in zip(kw, rows, strict=True)])
+        con.execute("COMMIT")
 
 
 class SQLiteGraphStore:
     """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
+
+    keyword_candidates: int = 300
+    """Most FTS5 hits rescored per keyword search (in FTS5's own order; see ``keyword_search``)."""
 
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
         self.path = str(path)
@@ -152,9 +176,11 @@ class SQLiteGraphStore:
             self._memory_anchor = self._connect()
         else:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._term_stats = TermStatsCache()  # per-bank keyword statistics (see ``keyword_search``)
         con = self._con()
         _migrate(con)
         con.executescript(_SCHEMA)
+        _backfill(con)
         con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         con.commit()
 
@@ -254,6 +280,7 @@ class SQLiteGraphStore:
             con.execute("DELETE FROM entities WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM documents WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM banks WHERE id = ?", (bank_id,))
+        self._term_stats.invalidate(bank_id)
 
     # documents -----------------------------------------------------------------------------------
     @staticmethod
@@ -320,6 +347,14 @@ class SQLiteGraphStore:
     # units ---------------------------------------------------------------------------------------
     def add_units(self, bank_id: str, batch: UnitBatch) -> None:
         """Commit units, entities, mentions and links of one retain atomically."""
+        # Tokenised before the transaction: the write lock is held no longer than the writes.
+        keywords = keyword_columns([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
+        try:
+            self._add_units(bank_id, batch, keywords)
+        finally:
+            self._term_stats.invalidate(bank_id)
+
+    def _add_units(self, bank_id: str, batch: UnitBatch, keywords: list[tuple[str, str, int]]) -> None:
         with self._tx() as con:
             con.executemany(
                 "INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count, first_seen, "
@@ -341,14 +376,14 @@ class SQLiteGraphStore:
             )
             con.executemany(
                 "INSERT INTO units (id, bank_id, text, network, occurred_start, occurred_end, mentioned_at, "
-                "confidence, sources, document_id, position, metadata, created_at, context) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "confidence, sources, document_id, position, metadata, created_at, context, kw_text, kw_context, "
+                "kw_len) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (u.id, bank_id, u.text, u.network.value, _ts(u.occurred_start), _ts(u.occurred_end),
                      _ts(u.mentioned_at), u.confidence, json.dumps(u.sources), u.document_id,
                      batch.positions.get(u.id, 0), json.dumps(u.metadata, default=str), _ts(u.created_at),
-                     batch.contexts.get(u.id, ""))
-                    for u in batch.units
+                     batch.contexts.get(u.id, ""), *kw)
+                    for u, kw in zip(batch.units, keywords, strict=True)
                 ],
             )
             con.executemany(
@@ -444,6 +479,7 @@ class SQLiteGraphStore:
                         (eid, eid),
                     )
                 con.execute("DELETE FROM entities WHERE bank_id = ? AND mention_count = 0", (bank_id,))
+        self._term_stats.invalidate(bank_id)
         return deleted
 
     def update_unit(
@@ -452,11 +488,17 @@ class SQLiteGraphStore:
         """Change a unit's text and/or confidence in place (opinions evolve; FTS follows by trigger)."""
         with self._tx() as con:
             if text is not None:
-                con.execute("UPDATE units SET text = ? WHERE bank_id = ? AND id = ?", (text, bank_id, unit_id))
+                row = con.execute(
+                    "SELECT context FROM units WHERE bank_id = ? AND id = ?", (bank_id, unit_id)
+                ).fetchone()
+                kw = keyword_columns([(text, row[0] if row else "")])[0]
+                con.execute("UPDATE units SET text = ?, kw_text = ?, kw_context = ?, kw_len = ? "
+                            "WHERE bank_id = ? AND id = ?", (text, *kw, bank_id, unit_id))
             if confidence is not None:
                 con.execute(
                     "UPDATE units SET confidence = ? WHERE bank_id = ? AND id = ?", (confidence, bank_id, unit_id)
                 )
+        self._term_stats.invalidate(bank_id)
 
     def units_in_network(
         self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
@@ -597,17 +639,44 @@ class SQLiteGraphStore:
         time_range: TimeRange | None = None,
         context_weight: float = 0.5,
     ) -> list[tuple[str, float]]:
-        """BM25 over unit text and, down-weighted, its search context; (unit id, -bm25) best first."""
+        """FTS5's bm25 over unit text and, down-weighted, its search context, with the bank's own statistics.
+
+        FTS5's ``bm25()`` takes its unit count, mean length and term frequencies from the whole file, so one
+        bank's ranking would shift with every other bank's content. Its order picks the candidates (the top
+        ``keyword_candidates`` of the bank); they are rescored with the same formula on the bank's statistics
+        (``fts5_bm25``), as the server store does. (id, score) best first.
+        """
         match = fts_query(query)
-        if match is None:
+        phrases = shared_tokenizer().phrases(query_terms(query))
+        if match is None or not phrases or limit <= 0:
             return []
         extra, args = self._filters(networks, time_range)
-        rows = self._con().execute(
-            "SELECT u.id, bm25(units_fts, 1.0, ?) AS score FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
-            f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY score LIMIT ?",
-            [float(context_weight), match, bank_id, *args, limit],
+        cap = max(self.keyword_candidates, limit)
+        con = self._con()
+        rows = con.execute(
+            "SELECT u.id, u.kw_text, u.kw_context, u.seq FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
+            f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY bm25(units_fts, 1.0, ?) LIMIT ?",
+            [match, bank_id, *args, float(context_weight), cap],
         ).fetchall()
-        return [(r[0], -float(r[1])) for r in rows]
+        docs = [(r[0], (split_tokens(r[1]), split_tokens(r[2])), r[3]) for r in rows]
+        complete = not extra and len(rows) < cap  # then these are every match in the bank
+
+        def count_hits(phrase: tuple[str, ...]) -> int:
+            quoted = '"' + " ".join(phrase).replace('"', '""') + '"'
+            return int(con.execute(
+                "SELECT count(*) FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
+                "WHERE units_fts MATCH ? AND u.bank_id = ?", (quoted, bank_id),
+            ).fetchone()[0])
+
+        def totals() -> tuple[int, int]:
+            n, tokens = con.execute(
+                "SELECT count(*), coalesce(sum(kw_len), 0) FROM units WHERE bank_id = ?", (bank_id,)
+            ).fetchone()
+            return int(n), int(tokens)
+
+        stats = self._term_stats.get(bank_id, phrases, totals, count_hits,
+                                     [cols for _, cols, _ in docs] if complete else None)
+        return rank(docs, phrases, stats, (1.0, float(context_weight)), limit)
 
     def temporal_search(
         self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None

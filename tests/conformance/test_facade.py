@@ -170,8 +170,8 @@ def test_server_recall_equals_embedded(servers: ServerEnv, embedder: Any, tmp_pa
             a = local.bank(bank_id).recall(q, budget=1000, reference_time=ref, trace=True)
             b = remote.bank(bank_id).recall(q, budget=1000, reference_time=ref, trace=True)
             ka, kb = [key(m) for m in a.memories], [key(m) for m in b.memories]
-            # Every channel agrees: the server scores keyword hits with FTS5's bm25 too (one bank here, so
-            # the embedded file's statistics are the bank's), hence the same memories in the same order.
+            # Every channel agrees: both stores score keyword hits with FTS5's bm25 on the bank's own
+            # statistics, hence the same memories in the same order.
             kw_a, kw_b = keyword_hits(local, bank_id, q), keyword_hits(remote, bank_id, q)
             assert [k for k, _ in kw_a] == [k for k, _ in kw_b], q
             assert [s for _, s in kw_a] == pytest.approx([s for _, s in kw_b], rel=1e-9), q

@@ -256,6 +256,24 @@ def test_keyword_search(store: GraphStore, bank_id: str) -> None:
     assert all(i.startswith("u") for i, _ in store.keyword_search(bank_id, "oscar sunrise boston", 50))
 
 
+def test_keyword_ranking_ignores_other_banks(backend: Backend, bank_id: str) -> None:
+    """Keyword scores use the bank's own statistics: filling another bank with the query's words (which
+    changes the file's or server's totals) leaves this bank's hits and scores exactly as they were."""
+    s = backend.store()
+    seed(s, bank_id)
+    query = "Where did Oscar go running at sunrise?"
+    before = s.keyword_search(bank_id, query, 10)
+    other = bank_id + "-crowd"
+    s.create_bank(BankProfile(id=other, name="crowd", created_at=T0))
+    s.add_units(other, UnitBatch(units=[
+        unit(f"c{i}", other, "Oscar " * (i % 3 + 1) + "ran at sunrise " * (i % 2) + f"lap {i}", i) for i in range(60)
+    ]))
+    after = s.keyword_search(bank_id, query, 10)
+    assert [i for i, _ in after] == [i for i, _ in before] and [i for i, _ in before]
+    assert [x for _, x in after] == pytest.approx([x for _, x in before], rel=1e-12)
+    assert {i for i, _ in s.keyword_search(other, query, 100)} == {f"c{i}" for i in range(60)}
+
+
 def test_temporal_search(store: GraphStore, bank_id: str) -> None:
     got = store.temporal_search(bank_id, TimeRange(start=day(0.5), end=day(3.5)), 10)
     assert got == [("u3", day(3)), ("u2", day(2)), ("u1", day(1))]  # most recent first
