@@ -19,6 +19,7 @@ from hindsight_core.stores.fts5_bm25 import (
     matches,
     occurrences,
     query_terms,
+    score_rows,
 )
 from hindsight_core.stores.sqlite import fts_query
 
@@ -49,9 +50,10 @@ def test_scores_equal_sqlite_bm25(seed: int, weight: float) -> None:
             for _ in range(rng.randint(5, 120))]
     con = _fts(rows)
     tok = Fts5Tokenizer()
-    docs = tok.tokenize(rows)
+    tokens = tok.tokenize(rows)
+    docs = [(" ".join(a), " ".join(b)) for a, b in tokens]  # stored form: space-joined token strings
     n = len(rows)
-    avgdl = sum(len(a) + len(b) for a, b in docs) / n
+    avgdl = sum(len(a) + len(b) for a, b in tokens) / n
     checked = 0
     for _ in range(25):
         query = " ".join(rng.choice(VOCAB) for _ in range(rng.randint(1, 5)))
@@ -85,7 +87,9 @@ def test_phrase_occurrences() -> None:
     assert occurrences(("a", "b", "a", "b", "a"), ("a", "b")) == 2
     assert occurrences(("a", "a", "a"), ("a", "a")) == 2  # overlapping starts count
     assert occurrences((), ("a",)) == 0
-    assert matches((("x",), ("b", "a")), ("b", "a")) and not matches((("a", "b"),), ("b", "a"))
+    assert matches(("x", "b a"), ("b", "a")) and not matches(("a b",), ("b", "a"))
+    assert matches(("aa a",), ("a",)) and not matches(("aa ab",), ("a",))  # whole tokens only
+    assert score_rows([("a a a",), ("b",)], [("a",)], [1.0], [1.0], 2.0)[1] is None
 
 
 def test_idf_floor_and_query_terms() -> None:

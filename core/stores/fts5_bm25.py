@@ -111,9 +111,20 @@ def occurrences(tokens: Phrase, phrase: Phrase) -> int:
     return sum(1 for i in range(len(tokens) - n + 1) if tokens[i : i + n] == phrase)
 
 
-def matches(columns: Sequence[Phrase], phrase: Phrase) -> bool:
-    """Whether ``phrase`` occurs in any column."""
-    return any(occurrences(col, phrase) for col in columns)
+def _padded(column: str) -> str:
+    # " a  b  a ": every token between its own two spaces, so str.count(" a ") counts each occurrence.
+    return " " + column.replace(" ", "  ") + " " if column else ""
+
+
+def _count(column: str, padded: str, phrase: Phrase) -> int:
+    if len(phrase) == 1:
+        return padded.count(" " + phrase[0] + " ") if padded else 0
+    return occurrences(split_tokens(column), phrase)  # rare: a query word FTS5 splits into several tokens
+
+
+def matches(columns: Sequence[str], phrase: Phrase) -> bool:
+    """Whether ``phrase`` occurs in any column (columns are stored token strings, space-joined)."""
+    return any(_count(col, _padded(col), phrase) for col in columns)
 
 
 def idf(rows: int, hits: int) -> float:
@@ -123,40 +134,66 @@ def idf(rows: int, hits: int) -> float:
 
 
 def bm25(
-    columns: Sequence[Phrase],
+    columns: Sequence[str],
     phrases: Sequence[Phrase],
     idfs: Sequence[float],
     weights: Sequence[float],
     avgdl: float,
 ) -> float:
-    """FTS5's bm25 of one row (positive: higher is better; FTS5 itself returns the negation)."""
+    """FTS5's bm25 of one row (positive: higher is better; FTS5 itself returns the negation).
+
+    ``columns`` are the row's token strings (space-joined tokens, as the stores keep them).
+    """
     return score_rows([columns], phrases, idfs, weights, avgdl)[0] or 0.0
 
 
 def score_rows(
-    rows: Sequence[Sequence[Phrase]],
+    rows: Sequence[Sequence[str]],
     phrases: Sequence[Phrase],
     idfs: Sequence[float],
     weights: Sequence[float],
     avgdl: float,
 ) -> list[float | None]:
-    """FTS5's bm25 of each row; None for a row where no phrase occurs (FTS5 would not return it).
+    """FTS5's bm25 of each row of token strings; None for a row where no phrase occurs (FTS5 would not
+    return it). A row matching only in a column of weight 0 scores 0.0 but is still a match, as in FTS5.
 
-    A row matching only in a column of weight 0 scores 0.0 but is still a match, as in FTS5.
+    Works on the strings (``str.count`` over padded tokens), not token lists: it runs on every candidate
+    of every keyword search.
     """
     k1_plus_1 = K1 + 1.0
     pairs = list(zip(phrases, idfs, strict=True))
     out: list[float | None] = []
+    if len(weights) == 2 and all(len(p) == 1 for p in phrases):
+        # The common case (two columns, one token per query word), inlined: it runs for every candidate.
+        pats = [(" " + p[0] + " ", phrase_idf) for p, phrase_idf in pairs]
+        w_text, w_context = weights
+        for text, context in rows:
+            p_text = " " + text.replace(" ", "  ") + " " if text else ""
+            p_context = " " + context.replace(" ", "  ") + " " if context else ""
+            length = (text.count(" ") + 1 if text else 0) + (context.count(" ") + 1 if context else 0)
+            norm = K1 * (1.0 - B + B * length / avgdl) if avgdl > 0 else K1
+            score = 0.0
+            hit = False
+            for pat, phrase_idf in pats:
+                n_text = p_text.count(pat)
+                n_context = p_context.count(pat)
+                if n_text or n_context:
+                    hit = True
+                    freq = w_text * n_text + w_context * n_context
+                    score += phrase_idf * (freq * k1_plus_1) / (freq + norm)
+            out.append(score if hit else None)
+        return out
     for columns in rows:
-        length = sum(map(len, columns))
+        padded = [_padded(c) for c in columns]
+        length = sum(c.count(" ") + 1 for c in columns if c)
         norm = K1 * (1.0 - B + B * length / avgdl) if avgdl > 0 else K1
         score = 0.0
         hit = False
         for phrase, phrase_idf in pairs:
             freq = 0.0
             found = False
-            for col, weight in zip(columns, weights, strict=False):
-                n = col.count(phrase[0]) if len(phrase) == 1 else occurrences(col, phrase)
+            for col, pad, weight in zip(columns, padded, weights, strict=False):
+                n = _count(col, pad, phrase)
                 if n:
                     found = True
                     freq += weight * n
@@ -221,7 +258,7 @@ class TermStatsCache:
         phrases: Sequence[Phrase],
         totals: Callable[[], tuple[int, int]],
         count_hits: Callable[[Phrase], int],
-        every_match: Sequence[Sequence[Phrase]] | None = None,
+        every_match: Sequence[Sequence[str]] | None = None,
     ) -> BankTermStats:
         """The bank's statistics with a hit count for every phrase.
 
@@ -245,7 +282,7 @@ class TermStatsCache:
 
 
 def rank(
-    candidates: Sequence[tuple[str, Sequence[Phrase], int]],
+    candidates: Sequence[tuple[str, Sequence[str], int]],
     phrases: Sequence[Phrase],
     stats: BankTermStats,
     weights: Sequence[float],

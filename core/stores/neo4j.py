@@ -54,7 +54,7 @@ from ..models import (
 )
 from .base import Edge, UnitBatch
 from .cypher_dialect import ArcadeDBDialect, CypherDialect, detect_dialect
-from .fts5_bm25 import Phrase, TermStatsCache, keyword_columns, query_terms, rank, shared_tokenizer, split_tokens
+from .fts5_bm25 import Phrase, TermStatsCache, keyword_columns, query_terms, rank, shared_tokenizer
 
 T = TypeVar("T")
 
@@ -710,7 +710,7 @@ class Neo4jGraphStore:
         docs = []
         for hit in hits:
             seq, text, context, uid = hit.split("|", 3)
-            docs.append((uid, (split_tokens(text), split_tokens(context)), int(seq)))
+            docs.append((uid, (text, context), int(seq)))
         complete = cap is not None and len(hits) < cap
         key = bank_key(bank_id)
         stats = self._term_stats.get(

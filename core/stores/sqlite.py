@@ -10,6 +10,7 @@ import json
 import math
 import sqlite3
 import threading
+from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
@@ -34,7 +35,16 @@ from ..models import (
     as_utc,
 )
 from .base import Edge, UnitBatch
-from .fts5_bm25 import TOKENIZER, TermStatsCache, keyword_columns, query_terms, rank, shared_tokenizer, split_tokens
+from .fts5_bm25 import (
+    TOKENIZER,
+    BankTermStats,
+    Phrase,
+    keyword_columns,
+    query_terms,
+    rank,
+    shared_tokenizer,
+    split_tokens,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -71,6 +81,10 @@ CREATE TRIGGER IF NOT EXISTS units_au AFTER UPDATE OF text, context ON units BEG
     INSERT INTO units_fts (units_fts, rowid, text, context) VALUES ('delete', old.seq, old.text, old.context);
     INSERT INTO units_fts (rowid, text, context) VALUES (new.seq, new.text, new.context);
 END;
+CREATE TABLE IF NOT EXISTS keyword_terms (
+    bank_id TEXT NOT NULL, term TEXT NOT NULL, units INTEGER NOT NULL, PRIMARY KEY (bank_id, term)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS keyword_totals (bank_id TEXT PRIMARY KEY, units INTEGER NOT NULL, tokens INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS entities (
     id TEXT PRIMARY KEY, bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
     name TEXT NOT NULL, norm TEXT NOT NULL, type TEXT NOT NULL, aliases TEXT NOT NULL,
@@ -145,22 +159,62 @@ def _migrate(con: sqlite3.Connection) -> None:
 
 
 def _backfill(con: sqlite3.Connection) -> None:
-    """Store keyword tokens for units written before v3 (idempotent: only rows still without them)."""
+    """Store keyword tokens for units written before v3 (idempotent: only rows still without them), then
+    count the keyword statistics of every bank if the file has units but none counted yet."""
     while True:
         rows = con.execute("SELECT seq, text, context FROM units WHERE kw_len IS NULL LIMIT 1000").fetchall()
         if not rows:
-            return
+            break
         kw = keyword_columns([(r[1], r[2]) for r in rows])
         con.execute("BEGIN IMMEDIATE")
         con.executemany("UPDATE units SET kw_text = ?, kw_context = ?, kw_len = ? WHERE seq = ? AND kw_len IS NULL",
                         [(*k, r[0]) for k, r in zip(kw, rows, strict=True)])
         con.execute("COMMIT")
+    if con.execute("SELECT 1 FROM keyword_totals LIMIT 1").fetchone() or not con.execute(
+        "SELECT 1 FROM units LIMIT 1"
+    ).fetchone():
+        return
+    con.execute("BEGIN IMMEDIATE")
+    for (bank_id,) in con.execute("SELECT DISTINCT bank_id FROM units").fetchall():
+        rows = con.execute("SELECT kw_text, kw_context, kw_len FROM units WHERE bank_id = ?", (bank_id,))
+        _adjust_keyword_stats(con, bank_id, rows, +1)
+    con.execute("COMMIT")
+
+
+def _adjust_keyword_stats(
+    con: sqlite3.Connection, bank_id: str, rows: Iterable[Sequence[Any]], sign: int
+) -> None:
+    """Add (sign +1) or remove (-1) units, given as (kw_text, kw_context, kw_len), from the bank's keyword
+    statistics: per term, how many units hold it; per bank, units and tokens (FTS5's bm25 inputs)."""
+    counts: Counter[str] = Counter()
+    units = tokens = 0
+    for text, context, length in rows:
+        if length is None:
+            continue
+        units += 1
+        tokens += int(length)
+        counts.update(set(split_tokens(text)) | set(split_tokens(context)))
+    if not units:
+        return
+    con.executemany(
+        "INSERT INTO keyword_terms (bank_id, term, units) VALUES (?, ?, ?) "
+        "ON CONFLICT (bank_id, term) DO UPDATE SET units = units + excluded.units",
+        [(bank_id, term, sign * n) for term, n in counts.items()],
+    )
+    if sign < 0:
+        con.executemany("DELETE FROM keyword_terms WHERE bank_id = ? AND term = ? AND units <= 0",
+                        [(bank_id, term) for term in counts])
+    con.execute(
+        "INSERT INTO keyword_totals (bank_id, units, tokens) VALUES (?, ?, ?) ON CONFLICT (bank_id) "
+        "DO UPDATE SET units = units + excluded.units, tokens = tokens + excluded.tokens",
+        (bank_id, sign * units, sign * tokens),
+    )
 
 
 class SQLiteGraphStore:
     """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
 
-    keyword_candidates: int = 300
+    keyword_candidates: int = 200
     """Most FTS5 hits rescored per keyword search (in FTS5's own order; see ``keyword_search``)."""
 
     def __init__(self, path: str | Path, *, synchronous: str = "NORMAL") -> None:
@@ -176,7 +230,6 @@ class SQLiteGraphStore:
             self._memory_anchor = self._connect()
         else:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._term_stats = TermStatsCache()  # per-bank keyword statistics (see ``keyword_search``)
         con = self._con()
         _migrate(con)
         con.executescript(_SCHEMA)
@@ -279,8 +332,9 @@ class SQLiteGraphStore:
             con.execute("DELETE FROM units WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM entities WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM documents WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM keyword_terms WHERE bank_id = ?", (bank_id,))
+            con.execute("DELETE FROM keyword_totals WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM banks WHERE id = ?", (bank_id,))
-        self._term_stats.invalidate(bank_id)
 
     # documents -----------------------------------------------------------------------------------
     @staticmethod
@@ -349,13 +403,8 @@ class SQLiteGraphStore:
         """Commit units, entities, mentions and links of one retain atomically."""
         # Tokenised before the transaction: the write lock is held no longer than the writes.
         keywords = keyword_columns([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
-        try:
-            self._add_units(bank_id, batch, keywords)
-        finally:
-            self._term_stats.invalidate(bank_id)
-
-    def _add_units(self, bank_id: str, batch: UnitBatch, keywords: list[tuple[str, str, int]]) -> None:
         with self._tx() as con:
+            _adjust_keyword_stats(con, bank_id, keywords, +1)
             con.executemany(
                 "INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count, first_seen, "
                 "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -470,6 +519,11 @@ class SQLiteGraphStore:
                         [bank_id, *chunk],
                     )
                 ]
+                gone = con.execute(
+                    f"SELECT kw_text, kw_context, kw_len FROM units WHERE +bank_id = ? AND id IN ({marks})",
+                    [bank_id, *chunk],
+                ).fetchall()
+                _adjust_keyword_stats(con, bank_id, gone, -1)
                 cur = con.execute(f"DELETE FROM units WHERE +bank_id = ? AND id IN ({marks})", [bank_id, *chunk])
                 deleted += cur.rowcount
                 for eid in ents:
@@ -479,7 +533,6 @@ class SQLiteGraphStore:
                         (eid, eid),
                     )
                 con.execute("DELETE FROM entities WHERE bank_id = ? AND mention_count = 0", (bank_id,))
-        self._term_stats.invalidate(bank_id)
         return deleted
 
     def update_unit(
@@ -489,16 +542,20 @@ class SQLiteGraphStore:
         with self._tx() as con:
             if text is not None:
                 row = con.execute(
-                    "SELECT context FROM units WHERE bank_id = ? AND id = ?", (bank_id, unit_id)
+                    "SELECT context, kw_text, kw_context, kw_len FROM units WHERE bank_id = ? AND id = ?",
+                    (bank_id, unit_id),
                 ).fetchone()
-                kw = keyword_columns([(text, row[0] if row else "")])[0]
+                if row is None:
+                    return
+                kw = keyword_columns([(text, row[0])])[0]
+                _adjust_keyword_stats(con, bank_id, [row[1:]], -1)
+                _adjust_keyword_stats(con, bank_id, [kw], +1)
                 con.execute("UPDATE units SET text = ?, kw_text = ?, kw_context = ?, kw_len = ? "
                             "WHERE bank_id = ? AND id = ?", (text, *kw, bank_id, unit_id))
             if confidence is not None:
                 con.execute(
                     "UPDATE units SET confidence = ? WHERE bank_id = ? AND id = ?", (confidence, bank_id, unit_id)
                 )
-        self._term_stats.invalidate(bank_id)
 
     def units_in_network(
         self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
@@ -643,40 +700,56 @@ class SQLiteGraphStore:
 
         FTS5's ``bm25()`` takes its unit count, mean length and term frequencies from the whole file, so one
         bank's ranking would shift with every other bank's content. Its order picks the candidates (the top
-        ``keyword_candidates`` of the bank); they are rescored with the same formula on the bank's statistics
-        (``fts5_bm25``), as the server store does. (id, score) best first.
+        ``keyword_candidates`` of the bank); they are rescored with the same formula (``fts5_bm25``) on the
+        bank's statistics, which ``keyword_terms`` / ``keyword_totals`` keep exact in the same transactions
+        as the units. The server store ranks the same way. (id, score) best first.
         """
         match = fts_query(query)
         phrases = shared_tokenizer().phrases(query_terms(query))
         if match is None or not phrases or limit <= 0:
             return []
         extra, args = self._filters(networks, time_range)
-        cap = max(self.keyword_candidates, limit)
         con = self._con()
+        totals = con.execute(
+            "SELECT units, (SELECT sum(units) FROM keyword_totals) FROM keyword_totals WHERE bank_id = ?", (bank_id,)
+        ).fetchone()
+        if totals is not None and totals[0] == totals[1]:
+            # Only this bank has units: FTS5's file-wide statistics are the bank's, so bm25() is already exact.
+            rows = con.execute(
+                "SELECT u.id, bm25(units_fts, 1.0, ?) AS score FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
+                f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY score, u.seq LIMIT ?",
+                [float(context_weight), match, bank_id, *args, limit],
+            ).fetchall()
+            return [(r[0], -float(r[1])) for r in rows]
+        cap = max(self.keyword_candidates, limit)
         rows = con.execute(
             "SELECT u.id, u.kw_text, u.kw_context, u.seq FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
             f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY bm25(units_fts, 1.0, ?) LIMIT ?",
             [match, bank_id, *args, float(context_weight), cap],
         ).fetchall()
-        docs = [(r[0], (split_tokens(r[1]), split_tokens(r[2])), r[3]) for r in rows]
-        complete = not extra and len(rows) < cap  # then these are every match in the bank
+        docs = [(r[0], (r[1] or "", r[2] or ""), r[3]) for r in rows]
+        return rank(docs, phrases, self._keyword_stats(con, bank_id, phrases), (1.0, float(context_weight)), limit)
 
-        def count_hits(phrase: tuple[str, ...]) -> int:
-            quoted = '"' + " ".join(phrase).replace('"', '""') + '"'
-            return int(con.execute(
-                "SELECT count(*) FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
-                "WHERE units_fts MATCH ? AND u.bank_id = ?", (quoted, bank_id),
-            ).fetchone()[0])
-
-        def totals() -> tuple[int, int]:
-            n, tokens = con.execute(
-                "SELECT count(*), coalesce(sum(kw_len), 0) FROM units WHERE bank_id = ?", (bank_id,)
-            ).fetchone()
-            return int(n), int(tokens)
-
-        stats = self._term_stats.get(bank_id, phrases, totals, count_hits,
-                                     [cols for _, cols, _ in docs] if complete else None)
-        return rank(docs, phrases, stats, (1.0, float(context_weight)), limit)
+    @staticmethod
+    def _keyword_stats(con: sqlite3.Connection, bank_id: str, phrases: Sequence[Phrase]) -> BankTermStats:
+        """The bank's unit count, token total and per-phrase unit counts, from the maintained tables."""
+        row = con.execute("SELECT units, tokens FROM keyword_totals WHERE bank_id = ?", (bank_id,)).fetchone()
+        stats = BankTermStats(at=0.0, rows=int(row[0]) if row else 0, tokens=int(row[1]) if row else 0)
+        terms = list(dict.fromkeys(p[0] for p in phrases if len(p) == 1))
+        if terms:
+            found = dict(con.execute(
+                f"SELECT term, units FROM keyword_terms WHERE bank_id = ? AND term IN ({','.join('?' * len(terms))})",
+                [bank_id, *terms],
+            ).fetchall())
+            stats.hits.update({(t,): int(found.get(t, 0)) for t in terms})
+        for phrase in phrases:
+            if len(phrase) > 1 and phrase not in stats.hits:  # a phrase query word: counted by FTS5 itself
+                quoted = '"' + " ".join(phrase).replace('"', '""') + '"'
+                stats.hits[phrase] = int(con.execute(
+                    "SELECT count(*) FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
+                    "WHERE units_fts MATCH ? AND u.bank_id = ?", (quoted, bank_id),
+                ).fetchone()[0])
+        return stats
 
     def temporal_search(
         self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
