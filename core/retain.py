@@ -15,11 +15,14 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from .config import Settings
 from .embedding import Embedder
 from .entities import EntityResolver
 from .errors import EmptyExtractionError, ExtractionError, HindsightError, StoreError
 from .extract.base import ExtractedFact, Extractor
+from .extract.raw_extractor import RawExtractor
 from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
 from .links import build_links
 from .models import Document, DocumentStatus, Memory, Message, RetainResult, utcnow
@@ -28,10 +31,14 @@ from .stores.base import GraphStore, UnitBatch, VectorIndex
 
 def embedding_text(memory: Memory, with_time: bool = True) -> str:
     """The text that is embedded: the unit text plus a human-readable date when known."""
-    when = memory.occurred_start or memory.mentioned_at
+    return timed_text(memory.text, memory.occurred_start or memory.mentioned_at, with_time)
+
+
+def timed_text(text: str, when: datetime | None, with_time: bool = True) -> str:
+    """``text`` with a human-readable date appended (what ``embedding_text`` embeds)."""
     if not with_time or when is None:
-        return memory.text
-    return f"{memory.text} ({when.day} {when:%B %Y})"
+        return text
+    return f"{text} ({when.day} {when:%B %Y})"
 
 
 def vector_metadata(memory: Memory) -> dict[str, Any]:
@@ -135,9 +142,11 @@ class RetainPipeline:
         warnings: list[str],
         metadata: dict[str, Any] | None,
         timings: dict[str, float],
+        vectors: np.ndarray | None = None,
     ) -> RetainResult:
-        """Resolve, embed, link and write the facts to both stores, then mark the document done."""
-        result = self.store_facts(doc, facts, warnings, metadata, timings)
+        """Resolve, embed (unless ``vectors`` are given), link and write the facts to both stores, then mark
+        the document done."""
+        result = self.store_facts(doc, facts, warnings, metadata, timings, vectors)
         self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.DONE)
         return result
 
@@ -148,6 +157,7 @@ class RetainPipeline:
         warnings: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         timings: dict[str, float] | None = None,
+        vectors: np.ndarray | None = None,
     ) -> RetainResult:
         """Resolve, embed, link and write facts of ``doc`` (stored or not: reflect and background work write
         opinions and observations through here too). Units previously written for ``doc.id`` are replaced."""
@@ -165,10 +175,10 @@ class RetainPipeline:
                 unit.entities = names
             timings["resolve_ms"] = _ms(t)
 
-            t = time.perf_counter()
-            texts = [embedding_text(u, self.settings.embed_time_reference) for u in units]
-            vectors = self.embedder.embed(texts)
-            timings["embed_ms"] = _ms(t)
+            if vectors is None or len(vectors) != len(units):
+                t = time.perf_counter()
+                vectors = self.embedder.embed([embedding_text(u, self.settings.embed_time_reference) for u in units])
+                timings["embed_ms"] = _ms(t)
 
             t = time.perf_counter()
             links = build_links(bank_id, units, facts, vectors, self.store, self.index, self.settings.links)
@@ -221,6 +231,24 @@ class RetainPipeline:
             metadata=meta,
         )
 
+    def extract(
+        self, doc: Document, messages: list[Message], context: str | None, extract: bool
+    ) -> tuple[list[ExtractedFact], np.ndarray | None]:
+        """Facts of the messages and, for raw ingest, their vectors: embedded while NER runs beside it."""
+        when = doc.timestamp or utcnow()
+        if extract or not isinstance(self.raw_extractor, RawExtractor):
+            extractor = self._llm_extractor() if extract else self.raw_extractor
+            return extractor.extract(messages, document_time=when, context=context), None
+        with_time = self.settings.embed_time_reference
+        return self.raw_extractor.extract_alongside(
+            messages,
+            # As store_facts would embed them: the unit's time is occurred_start, else mentioned_at, else the doc's.
+            lambda facts: self.embedder.embed([
+                timed_text(f.text, f.occurred_start or f.mentioned_at or doc.timestamp, with_time) for f in facts
+            ]),
+            document_time=when, context=context,
+        )
+
     # entry points --------------------------------------------------------------------------------
     def retain(
         self,
@@ -243,11 +271,10 @@ class RetainPipeline:
         )
         try:
             t = time.perf_counter()
-            extractor = self._llm_extractor() if extract else self.raw_extractor
-            facts = extractor.extract(messages, document_time=doc.timestamp or utcnow(), context=context)
-            timings["extract_ms"] = _ms(t)
+            facts, vectors = self.extract(doc, messages, context, extract)
+            timings["extract_ms" if vectors is None else "extract_embed_ms"] = _ms(t)
             self.check_facts(doc, messages, facts)
-            result = self.commit(doc, facts, warnings, metadata, timings)
+            result = self.commit(doc, facts, warnings, metadata, timings, vectors)
         except BaseException as exc:
             self.fail(doc, exc)
             if isinstance(exc, HindsightError | KeyboardInterrupt):
@@ -281,11 +308,15 @@ class RetainPipeline:
         )
         try:
             t = time.perf_counter()
-            extractor = self._llm_extractor() if extract else self.raw_extractor
-            facts = await extractor.aextract(messages, document_time=doc.timestamp or utcnow(), context=context)
-            timings["extract_ms"] = _ms(t)
+            vectors: np.ndarray | None = None
+            if extract:  # the LLM call itself is async
+                extractor = self._llm_extractor()
+                facts = await extractor.aextract(messages, document_time=doc.timestamp or utcnow(), context=context)
+            else:
+                facts, vectors = await asyncio.to_thread(self.extract, doc, messages, context, extract)
+            timings["extract_ms" if vectors is None else "extract_embed_ms"] = _ms(t)
             self.check_facts(doc, messages, facts)
-            result = await asyncio.to_thread(self.commit, doc, facts, warnings, metadata, timings)
+            result = await asyncio.to_thread(self.commit, doc, facts, warnings, metadata, timings, vectors)
         except BaseException as exc:
             await asyncio.to_thread(self.fail, doc, exc)
             if isinstance(exc, HindsightError | KeyboardInterrupt | asyncio.CancelledError):
