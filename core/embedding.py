@@ -156,6 +156,8 @@ class SentenceTransformerEmbedder:
                 list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
                 show_progress_bar=False,
             )
+        if len(texts) >= _TRIM_FROM:
+            _release_freed_heap()
         return np.asarray(vecs, dtype=np.float32)
 
     def _embed_small(self, model: Any, texts: list[str]) -> np.ndarray:
@@ -180,6 +182,31 @@ class SentenceTransformerEmbedder:
             return vecs.numpy().astype(np.float32)
         finally:
             torch.set_num_threads(threads)
+
+
+# Batches from this size hand freed heap back to the OS afterwards (see ``_release_freed_heap``).
+_TRIM_FROM = 64
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):  # not glibc (macOS, musl, Windows): nothing to do
+        return None
+
+
+def _release_freed_heap() -> None:
+    """Return memory freed by a large batch to the OS (glibc keeps it in the heap otherwise).
+
+    A 10k-unit raw ingest left about 220 MB of freed activations resident; ``malloc_trim`` costs a few
+    milliseconds per batch of hundreds of texts.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def _plain_mean_pooling(model: Any) -> bool:
