@@ -216,6 +216,8 @@ def test_scale_writes_throughput_latency_memory_disk_and_reopen(tmp_path: Path) 
     assert list(result["sizes"]) == ["150", "300"] and result["queries"] == 8
     for size, e in result["sizes"].items():
         assert e["units"] == int(size) and e["retain_units_per_s"] > 0
+        assert e["embed_only_units_per_s"] > 0 and e["retain_vs_embed_only"] == pytest.approx(
+            e["retain_units_per_s"] / e["embed_only_units_per_s"])
         assert 0 < e["recall_ms"]["median"] <= e["recall_ms"]["p95"]
         assert 0 < e["bare_chroma_query_ms"]["median"] <= e["bare_chroma_query_ms"]["p95"]
         assert e["bare_chroma_nn_only_ms"]["median"] <= e["bare_chroma_query_ms"]["median"] + 1e-6

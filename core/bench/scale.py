@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..retain import timed_text
 from .backends import OpenHindsight, open_embedded
 from .metrics import latency_stats
 from .report import bar_plot, line_plot, md_table, run_info, write_json, write_text
@@ -157,6 +158,14 @@ def run_scale(
                 retain_s = time.perf_counter() - t
                 entry["retain_seconds"] = retain_s
                 entry["retain_units_per_s"] = size / retain_s
+                # The same process's embedder alone on (up to 2,000 of) the same texts, in retain's batches:
+                # retain is embedding-bound, so this baseline tells a slow machine from a slow pipeline.
+                sample = [timed_text(text, when) for text, when in units[: min(size, 2000)]]
+                t = time.perf_counter()
+                for j in range(0, len(sample), batch):
+                    hs.embedder.embed(sample[j : j + batch])
+                entry["embed_only_units_per_s"] = len(sample) / (time.perf_counter() - t)
+                entry["retain_vs_embed_only"] = entry["retain_units_per_s"] / entry["embed_only_units_per_s"]
                 entry["rss_mb_after_retain"] = _rss_mb()
                 for q in qs[:5]:  # warm caches and lazy loads before timing
                     bank.recall(q, budget=budget)
@@ -217,11 +226,14 @@ def format_scale(results: Mapping[str, Any]) -> str:
              f"recall budget {results['budget']} tokens, no reranker", ""]
     rows = []
     for size, e in results["sizes"].items():
-        rows.append([size, e["retain_units_per_s"], e["recall_ms"]["median"], e["recall_ms"]["p95"],
+        rows.append([size, e["retain_units_per_s"], e.get("embed_only_units_per_s"),
+                     f"{e['retain_vs_embed_only']:.2f}" if e.get("retain_vs_embed_only") else None,
+                     e["recall_ms"]["median"], e["recall_ms"]["p95"],
                      e["bare_chroma_query_ms"]["median"], e["bare_chroma_query_ms"]["p95"],
                      f"{e['ratio_to_bare']:.1f}x", e.get("rss_mb_after_recall"), e["disk_bytes_per_unit"],
                      f"{e['reopen_seconds']:.3f}", e["first_recall_after_reopen_ms"]])
-    lines += md_table(["units", "retain units/s", "recall median ms", "recall p95 ms", "bare Chroma median ms",
+    lines += md_table(["units", "retain units/s", "embedder alone units/s", "retain/embedder",
+                       "recall median ms", "recall p95 ms", "bare Chroma median ms",
                        "bare p95 ms", "ratio", "RSS MB", "disk bytes/unit", "reopen s", "first recall ms"], rows)
     lines += ["", "Recall stages (median / p95 ms; channels run concurrently, so they overlap):", ""]
     present = [s for s in STAGES if any(s in e["stages_ms"] for e in results["sizes"].values())]
