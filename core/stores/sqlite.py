@@ -158,6 +158,14 @@ def _migrate(con: sqlite3.Connection) -> None:
             con.execute(f"ALTER TABLE units ADD COLUMN {col}")
 
 
+def _stored_version(con: sqlite3.Connection) -> str | None:
+    """The schema version a file was written with (None for a new file)."""
+    if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'").fetchone():
+        return None
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+    return str(row[0]) if row else None
+
+
 def _backfill(con: sqlite3.Connection) -> None:
     """Store keyword tokens for units written before v3 (idempotent: only rows still without them), then
     count the keyword statistics of every bank if the file has units but none counted yet."""
@@ -231,9 +239,11 @@ class SQLiteGraphStore:
         else:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         con = self._con()
+        stored = _stored_version(con)
         _migrate(con)
         con.executescript(_SCHEMA)
-        _backfill(con)
+        if stored != SCHEMA_VERSION:  # a file from before v3 (or a new one): skips the scans on every open
+            _backfill(con)
         con.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
         con.commit()
 
