@@ -715,8 +715,7 @@ class SQLiteGraphStore:
         as the units. The server store ranks the same way. (id, score) best first.
         """
         match = fts_query(query)
-        phrases = shared_tokenizer().phrases(query_terms(query))
-        if match is None or not phrases or limit <= 0:
+        if match is None or limit <= 0:
             return []
         extra, args = self._filters(networks, time_range)
         con = self._con()
@@ -731,6 +730,10 @@ class SQLiteGraphStore:
                 [float(context_weight), match, bank_id, *args, limit],
             ).fetchall()
             return [(r[0], -float(r[1])) for r in rows]
+        # Tokenised only here: the one-bank path above lets FTS5 tokenise the query itself.
+        phrases = shared_tokenizer().phrases(query_terms(query))
+        if not phrases:
+            return []
         cap = max(self.keyword_candidates, limit)
         rows = con.execute(
             "SELECT u.id, u.kw_text, u.kw_context, u.seq FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
