@@ -44,6 +44,8 @@ _EXPORTS: dict[str, str] = {
     "LLMError": ".errors",
     "EmbedderMismatchError": ".errors",
     "StoreError": ".errors",
+    "StoreLockedError": ".errors",
+    "DocumentNotFoundError": ".errors",
 }
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "BankProfile",
     "Disposition",
     "Document",
+    "DocumentNotFoundError",
     "EmbedderMismatchError",
     "EmptyExtractionError",
     "Entity",
@@ -73,6 +76,7 @@ __all__ = [
     "RetainResult",
     "Settings",
     "StoreError",
+    "StoreLockedError",
     "TimeRange",
 ]
 
@@ -81,6 +85,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
     from .errors import (
         BankNotFoundError,
+        DocumentNotFoundError,
         EmbedderMismatchError,
         EmptyExtractionError,
         ExtractionError,
@@ -88,6 +93,7 @@ if TYPE_CHECKING:  # pragma: no cover
         InvalidInputError,
         LLMError,
         StoreError,
+        StoreLockedError,
     )
     from .hindsight import Hindsight
     from .models import (

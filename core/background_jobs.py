@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 from .disposition import opinion_step
 from .extract.base import ExtractedEntity, ExtractedFact
 from .inputs import RetainInput, document_input
-from .models import Disposition, Document, Job, Memory, Network, OpinionEvent, RetainResult, utcnow
+from .models import Disposition, Document, DocumentStatus, Job, Memory, Network, RetainResult, utcnow
 from .observations import summarize_entity
-from .opinions import Assessment, assess_opinion, update_confidence
-from .retain import index_units
+from .opinions import Assessment, assess_opinion, confidence_delta
+from .retain import retain_options
+from .stores.base import OpinionUpdate
 
 if TYPE_CHECKING:
     from .hindsight import Hindsight
@@ -65,28 +66,39 @@ class BackgroundJobs:
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
-        """Store the raw document now (validated, durable) and queue its extraction as a job."""
+        """Store the raw document now (validated, durable) and queue its extraction as a job.
+
+        The document and its job are linked in one transaction (the document is pending on the job); a crash
+        before that leaves the document held by this process's lease, and the next process resumes it.
+        """
+        job_id = str(uuid.uuid4())
         doc, _, warnings = self.hs.retainer.prepare(
             bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
-            document_metadata=document_metadata,
+            document_metadata=document_metadata, options=retain_options(extract, background, metadata),
+            deferred=True,
         )
-        job = self._enqueue(Job(
-            id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
-            payload={"document_id": doc.id, "extract": extract, "metadata": metadata or {}, "background": background},
-        ))
+        job = Job(id=job_id, bank_id=bank_id, kind=RETAIN,
+                  payload={"document_id": doc.id, "extract": extract, "metadata": metadata or {},
+                           "background": background})
+        self.hs.store.enqueue_job(job, document_id=doc.id)
+        self.hs.notify_worker()
         return RetainResult(bank_id=bank_id, document_id=doc.id, memories=[], warnings=warnings, queued=True,
                             job_id=job.id)
 
     def run_retain(self, job: Job) -> None:
-        """Extract a document stored by a deferred retain (a failure is retried by the worker)."""
+        """Extract a document stored by a deferred retain, or left unfinished by a process that died (a failure
+        is retried by the worker). Running it twice is harmless: a retain replaces its document's memories."""
         payload = job.payload
         doc = self.hs.store.get_document(job.bank_id, payload["document_id"])
-        if doc is None:  # forgotten while queued: nothing to do
+        if doc is None or doc.status == DocumentStatus.DONE:  # forgotten, or finished by someone else meanwhile
             return
+        if doc.job_id not in (None, job.id) and doc.status == DocumentStatus.PENDING:
+            return  # re-queued under another job since (a reprocess, a resume): that one extracts it
+        options = {**payload, **doc.options}  # the document's record wins; older jobs carried the options
         self.hs.retainer.retain(
             job.bank_id, document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
-            extract=payload.get("extract", True), metadata=payload.get("metadata") or None,
-            background=payload.get("background"), document_metadata=doc.metadata,
+            extract=bool(options.get("extract", True)), metadata=options.get("metadata") or None,
+            background=options.get("background"), document_metadata=doc.metadata, job_id=job.id,
         )
 
     def queue_reflect(
@@ -107,12 +119,13 @@ class BackgroundJobs:
         return self._enqueue(Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=REFLECT, payload=payload))
 
     def run_reflect(self, job: Job) -> None:
-        """Run a scheduled reflect."""
+        """Run a scheduled reflect. Its opinions are stored under a document named after the job, so a retried
+        job replaces what an earlier attempt stored instead of adding the opinions twice."""
         p = job.payload
         disposition = Disposition.model_validate(p["disposition"]) if p.get("disposition") else None
         result = self.hs.reflector.reflect(
             job.bank_id, p["query"], disposition=disposition, budget=p.get("budget", 2000),
-            reference_time=p.get("reference_time"),
+            reference_time=p.get("reference_time"), opinion_document=f"opinion:{job.id}",
         )
         log.info("scheduled reflect in bank %s: %r -> %r (%d opinions)", job.bank_id, p["query"], result.answer,
                  len(result.opinions))
@@ -171,7 +184,12 @@ class BackgroundJobs:
 
     # opinions ------------------------------------------------------------------------------------
     def run_opinions(self, job: Job) -> None:
-        """Assess every opinion related to the new facts and move its confidence (paper 5.3)."""
+        """Assess every opinion related to the new facts and move its confidence (paper 5.3).
+
+        Exactly once per (opinion, evidence): evidence already applied to an opinion (by an earlier attempt of
+        this job, or another job) is left out before the model is asked, and the store re-checks it inside
+        the transaction that moves the confidence and appends the history event.
+        """
         hs, bank_id = self.hs, job.bank_id
         settings = hs.settings.cara
         new = [m for m in hs.store.get_units(bank_id, job.payload.get("unit_ids", [])) if m.network in _FACT_NETWORKS]
@@ -192,20 +210,19 @@ class BackgroundJobs:
                     related.setdefault(op_id, set()).add(fact_id)
         by_id = {m.id: m for m in new}
         step = opinion_step(settings.opinion_step, profile.disposition)
-        for opinion in hs.store.get_units(bank_id, list(related)):
-            evidence = [by_id[i] for i in by_id if i in related[opinion.id]]
+        for opinion in hs.store.get_units(bank_id, sorted(related)):  # a vector without a unit is skipped here
+            applied = hs.store.applied_evidence(bank_id, opinion.id)
+            evidence = [by_id[i] for i in by_id if i in related[opinion.id] and i not in applied]
+            if not evidence:
+                continue
             old = opinion.confidence if opinion.confidence is not None else 0.5
             verdict = assess_opinion(hs.llm, opinion.text, old, [(m.id, m.text) for m in evidence])
             if verdict.label == Assessment.NEUTRAL:
                 continue
-            new_conf = update_confidence(old, verdict.label, step)
             new_text = verdict.revised_text if verdict.label == Assessment.CONTRADICT else None
-            hs.store.update_unit(bank_id, opinion.id, text=new_text, confidence=new_conf)
-            if new_text:
-                updated = hs.store.get_units(bank_id, [opinion.id])
-                index_units(hs.index, hs.embedder, bank_id, updated, hs.settings.embed_time_reference)
-            hs.store.add_opinion_event(bank_id, OpinionEvent(
-                opinion_id=opinion.id, label=verdict.label.value, old_confidence=old, new_confidence=new_conf,
-                evidence=[m.id for m in evidence], old_text=opinion.text if new_text else None, new_text=new_text,
-                rationale=verdict.rationale,
-            ))
+            event = hs.store.apply_opinion_update(bank_id, OpinionUpdate(
+                opinion_id=opinion.id, label=verdict.label.value, delta=confidence_delta(verdict.label, step),
+                evidence=tuple(m.id for m in evidence), rationale=verdict.rationale, new_text=new_text,
+            ), owner=hs.lease.id)
+            if event is not None and event.new_text:
+                hs.vectors.reindex(bank_id, [opinion.id])

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidInputError
+from .errors import DocumentNotFoundError, InvalidInputError
 from .inputs import RetainInput, document_input, parse_timestamp
 from .models import (
     BankProfile,
@@ -320,10 +320,10 @@ class Bank:
         return self._hs.store.list_entities(self.id)
 
     def document(self, document_id: str) -> Document:
-        """A stored raw document; ``KeyError`` if absent."""
+        """A stored raw document; ``DocumentNotFoundError`` (a ``KeyError``) if absent."""
         doc = self._hs.store.get_document(self.id, document_id)
         if doc is None:
-            raise KeyError(f"no document {document_id!r} in bank {self.id!r}")
+            raise DocumentNotFoundError(f"no document {document_id!r} in bank {self.id!r}")
         return doc
 
     def documents(self, status: DocumentStatus | str | None = None, prefix: str | None = None) -> list[Document]:
@@ -373,21 +373,7 @@ class Bank:
         given = [x for x in (memory_id, document_id, entity) if x is not None]
         if len(given) != 1:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-        store = self._hs.store
-        if memory_id is not None:
-            ids = [memory_id]
-        elif document_id is not None:
-            ids = store.units_of_document(self.id, document_id)
-        else:
-            found = store.find_entity(self.id, entity or "")
-            ids = store.units_of_entity(self.id, found.id) if found else []
-        # Graph first: a crash in between leaves orphan vectors, which recall ignores and reconcile drops;
-        # the other order could let reconcile re-index a memory the caller asked to forget.
-        deleted = store.delete_units(self.id, ids)
-        self._hs.index.delete(self.id, ids)
-        if document_id is not None:
-            store.delete_document(self.id, document_id)
-        return deleted
+        return self._hs.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
 
     async def aforget(self, **kwargs: Any) -> int:
         """Async twin of ``forget``."""

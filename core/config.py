@@ -6,14 +6,21 @@ from pydantic import BaseModel, Field
 
 
 class EntityResolutionSettings(BaseModel):
-    """How an entity mention is matched to an existing canonical entity (paper 4.1.3)."""
+    """How an entity mention is matched to an existing canonical entity (paper 4.1.3; rules in ``entities``).
 
-    string_weight: float = Field(0.6, ge=0.0, description="weight of name similarity")
-    cooccurrence_weight: float = Field(0.25, ge=0.0, description="weight of shared co-mentioned entities")
-    temporal_weight: float = Field(0.15, ge=0.0, description="weight of closeness to the entity's last mention")
-    temporal_scale_days: float = Field(30.0, gt=0.0, description="time scale of the temporal term")
-    threshold: float = Field(0.66, ge=0.0, le=1.0, description="minimum combined score to merge")
-    min_string_similarity: float = Field(0.8, ge=0.0, le=1.0, description="fuzzy candidates below are ignored")
+    An exact normalised name or alias always merges; string similarity and time closeness never do. A short
+    form, partial name or acronym merges only with supporting evidence, and only into the one entity that
+    qualifies. (The weighted-score fields of earlier versions are gone; pydantic ignores them if given.)
+    """
+
+    nicknames: bool = Field(True, description="a nickname/short form may join its full given name ('Em'/'Emma')")
+    partial_names: bool = Field(True, description="a first or last name may join a person's full name, and a "
+                                                  "leading part a longer name ('New York' / 'New York City')")
+    acronyms: bool = Field(True, description="an acronym may join the name it abbreviates ('UN')")
+    min_shared_entities: int = Field(1, ge=1, description="co-mentioned entities that must point at the "
+                                                          "candidate for a short form, partial name or acronym")
+    min_support: float = Field(0.1, gt=0.0, le=1.0, description="share of a co-mentioned entity's earlier "
+                                                                "mentions that were with the candidate")
 
 
 class LinkSettings(BaseModel):
@@ -67,6 +74,16 @@ class CaraSettings(BaseModel):
     observation_max_facts: int = Field(40, ge=1, description="most recent facts an observation is written from")
 
 
+class LeaseSettings(BaseModel):
+    """How processes sharing a store tell live from dead (see ``leases``)."""
+
+    heartbeat_s: float = Field(5.0, gt=0.0, description="seconds between lease renewals")
+    ttl_s: float = Field(30.0, gt=0.0, description="a lease not renewed for this long is dead (any host)")
+    maintenance_every: int = Field(
+        6, ge=1, description="heartbeats between take-overs of dead processes' work and vector-mark syncs"
+    )
+
+
 class Settings(BaseModel):
     """All tunables; pass to ``Hindsight.open(settings=...)``."""
 
@@ -74,6 +91,7 @@ class Settings(BaseModel):
     links: LinkSettings = Field(default_factory=LinkSettings)
     recall: RecallSettings = Field(default_factory=RecallSettings)
     cara: CaraSettings = Field(default_factory=CaraSettings)
+    leases: LeaseSettings = Field(default_factory=LeaseSettings)
     raw_window: int = Field(1, ge=1, description="messages per unit in retain(extract=False)")
     embed_time_reference: bool = Field(True, description="append a readable date to embedded text")
     max_document_chars: int = Field(2_000_000, ge=1, description="larger inputs are rejected")

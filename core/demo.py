@@ -162,8 +162,10 @@ def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
         out("")
         out(f"  {label}  ({time.perf_counter() - t:.1f} s)")
         out(_indent(f"answer: {r.answer}"))
-        cited = [m for m in r.memories if m.id in r.based_on]
-        out(_indent(f"based on: {', '.join(s for m in cited for s in m.sources) or '-'}"))
+        by_id = {m.id: m for m in r.memories}
+        cited = [by_id[i] for i in r.based_on if i in by_id]  # in the order the answer relies on them
+        sources = dict.fromkeys(s for m in cited for s in (m.sources or [m.id]))
+        out(_indent(f"based on: {', '.join(sources) or '-'}"))
         for o in r.opinions:
             out(_indent(f"opinion (confidence {o.confidence:.2f}): {o.text}"))
         if not r.opinions:

@@ -41,3 +41,14 @@ class EmbedderMismatchError(HindsightError):
 
 class StoreError(HindsightError):
     """A storage backend failed or is unreachable."""
+
+
+class StoreLockedError(StoreError, TimeoutError):
+    """Another process held the embedded store's lock for longer than the bounded wait; names the holder."""
+
+
+class DocumentNotFoundError(HindsightError, KeyError):
+    """A raw document was asked for by id and the bank holds none with that id."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else "document not found"

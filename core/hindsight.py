@@ -5,19 +5,22 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .background_jobs import BackgroundJobs
+from .background_jobs import RETAIN, BackgroundJobs
 from .bank import Bank
 from .config import Settings
 from .embedding import Embedder, SentenceTransformerEmbedder
 from .errors import BankNotFoundError, InvalidInputError
 from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
-from .models import BankProfile, Disposition
+from .forget import ForgetPipeline
+from .leases import ProcessLease
+from .models import BankProfile, Disposition, Job, utcnow
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
 from .reconcile import reconcile_bank
@@ -25,6 +28,7 @@ from .reflect import ReflectPipeline
 from .retain import RetainPipeline
 from .stores.base import GraphStore, VectorIndex
 from .tokens import count_tokens
+from .vector_sync import VectorSync
 from .worker import Worker
 
 log = logging.getLogger(__name__)
@@ -54,29 +58,71 @@ class Hindsight:
         self.settings = settings or Settings()
         self._llm = llm
         self._llm_lock = threading.Lock()
+        self._recover_lock = threading.Lock()
         self.count_tokens = token_counter or count_tokens
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight")
+        leases = self.settings.leases
+        self.lease = ProcessLease(store, heartbeat_s=leases.heartbeat_s, ttl_s=leases.ttl_s,
+                                  on_beat=self._maintain, maintenance_every=leases.maintenance_every)
+        self.vectors = VectorSync(store, index, self.embedder, self.settings, self.lease.id)
         self.retainer = RetainPipeline(
             store, index, self.embedder, self.settings, RawExtractor(window=self.settings.raw_window),
-            self._llm_extractor,
+            self._llm_extractor, vectors=self.vectors,
         )
         self.recaller = RecallPipeline(
             store, index, self.embedder, self.settings.recall, self.count_tokens, self._executor, reranker
         )
+        self.forgetter = ForgetPipeline(store, self.vectors)
         self._extractor: Extractor | None = None
         self.reflector = ReflectPipeline(self, lambda: self.llm)
         self.background = BackgroundJobs(self)
-        self.worker = Worker(store, self.background.handlers)  # type: ignore[arg-type]
+        self.worker = Worker(store, self.background.handlers, owner=self.lease.id)  # type: ignore[arg-type]
         self.retainer.on_retained = self._queue_background
         self._start_worker = start_worker
-        store.requeue_running_jobs()  # jobs a dead process left "running" run again
+        self._closed = False
         self.reconciled: dict[str, dict[str, int]] = {}
-        for profile in store.list_banks():
-            self.index.ensure_collection(profile.id, self.embedder.name, self.embedder.dimension)
+        self.lease.start()
+        try:
+            for profile in store.list_banks():
+                self.index.ensure_collection(profile.id, self.embedder.name, self.embedder.dimension)
+            self.recovered = self.recover()
             if reconcile:
-                self.reconciled[profile.id] = reconcile_bank(profile.id, store, index, self.embedder, self.settings)
+                for profile in store.list_banks():
+                    self.reconciled[profile.id] = reconcile_bank(profile.id, store, index, self.embedder,
+                                                                 self.settings)
+        except BaseException:
+            self.lease.stop()
+            self._executor.shutdown(wait=False)
+            raise
         if start_worker and store.pending_jobs() > 0:
             self.worker.start()  # finish what an earlier process queued
+
+    def recover(self) -> dict[str, int]:
+        """Take over what dead processes left: their running jobs are queued again, documents they left pending
+        or extracting are resumed (a retain job each), and vectors they, or failed writes of this process,
+        left out of step with the graph follow it again. Runs at open and every few heartbeats; returns counts.
+        """
+        with self._recover_lock:
+            released = self.store.release_owners(self.lease.dead_owners(), self.lease.id, utcnow())
+            for bank_id, document_id in released.documents:
+                job = Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
+                          payload={"document_id": document_id, "resumed": True})
+                self.store.enqueue_job(job, document_id=document_id)
+                log.warning("document %r of bank %r was left unfinished by a process that died: resumed as job %s",
+                            document_id, bank_id, job.id)
+            synced = self.vectors.sync()
+        if released.documents:
+            self.notify_worker()
+        return {"jobs_requeued": released.jobs, "documents_resumed": len(released.documents),
+                "owners_released": released.owners, **{f"vectors_{k}": v for k, v in synced.items()}}
+
+    def _maintain(self) -> None:
+        # From the lease's heartbeat thread: a long-lived process also takes over work of processes that died.
+        if self._closed:
+            return
+        self.recover()
+        if self.store.pending_jobs() > 0:
+            self.notify_worker()
 
     @classmethod
     def open(
@@ -177,7 +223,7 @@ class Hindsight:
 
     def notify_worker(self) -> None:
         """Wake the background worker for newly queued jobs (unless opened with ``start_worker=False``)."""
-        if self._start_worker:
+        if self._start_worker and not self._closed:
             self.worker.notify()
 
     # banks ---------------------------------------------------------------------------------------
@@ -214,15 +260,18 @@ class Hindsight:
         return self.store.list_banks()
 
     def delete_bank(self, bank_id: str) -> None:
-        """Delete a bank from both stores."""
+        """Delete a bank from both stores (the graph first; a vector collection that cannot be dropped now is
+        dropped by the next sync)."""
         if self.store.get_bank(bank_id) is None:
             raise BankNotFoundError(f"no bank {bank_id!r}")
-        self.store.delete_bank(bank_id)
-        self.index.drop_bank(bank_id)
+        self.forgetter.delete_bank(bank_id)
 
     def close(self) -> None:
-        """Stop worker threads and close the stores (queued background jobs stay queued for next time)."""
+        """Stop worker threads, release this process's lease and close the stores (queued background jobs stay
+        queued for next time)."""
+        self._closed = True
         self.worker.stop()
+        self.lease.stop()
         self._executor.shutdown(wait=True)
         self.store.close()
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import InvalidInputError
-from .models import Document, Message, as_utc
+from .models import Document, DocumentKind, Message, as_utc
 
 RetainInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any] | Message | str]
 
@@ -148,11 +148,24 @@ def raw_json(messages: Sequence[Message], original: RetainInput) -> str:
 
 
 def document_input(doc: Document) -> RetainInput:
-    """The retain input a stored raw document was made from (messages, or plain text)."""
+    """The retain input a stored raw document was made from (messages, or plain text), by its recorded kind.
+
+    Plain text that happens to look like a JSON list stays text. Documents stored before the kind was
+    recorded are read as messages only when their content is a JSON list of message objects.
+    """
+    if doc.kind == DocumentKind.TEXT:
+        return doc.content
     try:
         data = json.loads(doc.content)
     except json.JSONDecodeError:
+        if doc.kind == DocumentKind.MESSAGES:
+            raise InvalidInputError(f"document {doc.id!r} should hold messages as JSON but does not") from None
         return doc.content
-    if isinstance(data, list):
-        return [Message.model_validate(m) for m in data]
+    if isinstance(data, list) and all(isinstance(m, dict) and ("text" in m or "content" in m) for m in data):
+        try:
+            return [Message.model_validate(m) for m in data]
+        except ValidationError as exc:
+            raise InvalidInputError(f"document {doc.id!r} holds malformed messages: {exc}") from exc
+    if doc.kind == DocumentKind.MESSAGES:
+        raise InvalidInputError(f"document {doc.id!r} should hold a list of messages but does not")
     return doc.content

@@ -73,9 +73,12 @@ def build_links(
     k = settings.semantic_neighbors
     if k > 0 and len(units):
         if index.count(bank_id) > 0:
-            for unit, hits in zip(units, index.query_many(bank_id, embeddings, k), strict=True):
+            found = index.query_many(bank_id, embeddings, k)
+            # A vector without a unit (a forget or a crashed writer not yet synced) is no neighbour.
+            present = store.units_exist(bank_id, list({i for hits in found for i, sim in hits if sim >= theta}))
+            for unit, hits in zip(units, found, strict=True):
                 for other_id, sim in hits:
-                    if sim >= theta:
+                    if sim >= theta and other_id in present:
                         links.extend(_both(unit.id, other_id, LinkType.SEMANTIC, sim))
         if len(units) > 1:
             for i, j, sim in _batch_pairs(embeddings, k, theta):

@@ -188,11 +188,23 @@ class BankProfile(BaseModel):
 
 
 class DocumentStatus(StrEnum):
-    """Lifecycle of a raw document: stored first, then extracted."""
+    """Lifecycle of a raw document: stored first (pending), extracted by one process, then done or failed.
+
+    A document left ``pending`` or ``extracting`` by a process that died is resumed by the next process that
+    opens the store (see ``Hindsight.recover``).
+    """
 
     PENDING = "pending"
+    EXTRACTING = "extracting"
     DONE = "done"
     FAILED = "failed"
+
+
+class DocumentKind(StrEnum):
+    """What a raw document was given as, so reprocessing reads it back the same way."""
+
+    TEXT = "text"
+    MESSAGES = "messages"
 
 
 class Document(BaseModel):
@@ -210,6 +222,14 @@ class Document(BaseModel):
     )
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow, description="last time this document id was (re)stored")
+    kind: DocumentKind | None = Field(
+        None, description="text or messages (None: stored by a version that did not record it, or a value)"
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict, description="how it was retained (extract, background, metadata): used to resume it"
+    )
+    owner: str | None = Field(None, description="the process extracting it, while pending or extracting")
+    job_id: str | None = Field(None, description="the background job that extracts it, when deferred or resumed")
 
 
 class JobStatus(StrEnum):
@@ -233,6 +253,7 @@ class Job(BaseModel):
     error: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
     run_after: datetime = Field(default_factory=utcnow)
+    owner: str | None = Field(None, description="the process whose lease holds it while running")
 
 
 class OpinionEvent(BaseModel):

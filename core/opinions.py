@@ -31,6 +31,7 @@ __all__ = [
     "astructured_call",
     "build_assessment_prompt",
     "clip",
+    "confidence_delta",
     "structured_call",
     "update_confidence",
 ]
@@ -172,6 +173,17 @@ _STEP_FACTOR = {
     Assessment.CONTRADICT: -2.0,
     Assessment.NEUTRAL: 0.0,
 }
+
+
+def confidence_delta(label: Assessment | str, step: float) -> float:
+    """The signed move for evidence labelled ``label``: ``+a``, ``-a``, ``-2a`` or ``0`` (``a`` = ``step``)."""
+    if not (isinstance(step, int | float) and math.isfinite(step) and step >= 0.0):
+        raise ValueError(f"step must be a finite number >= 0, got {step!r}")
+    try:
+        label = Assessment(label)
+    except ValueError as exc:
+        raise ValueError(f"unknown assessment label {label!r}") from exc
+    return _STEP_FACTOR[label] * float(step)
 
 
 def update_confidence(confidence: float, label: Assessment | str, step: float) -> float:

@@ -10,8 +10,8 @@ import logging
 
 from .config import Settings
 from .embedding import Embedder
-from .retain import index_units
 from .stores.base import GraphStore, VectorIndex
+from .unit_text import index_units
 
 log = logging.getLogger(__name__)
 

@@ -120,7 +120,7 @@ class ReflectPipeline:
 
     def _finish(
         self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], messages: list[ChatMessage],
-        out: _Answer | None,
+        out: _Answer | None, opinion_document: str | None = None,
     ) -> Reflection:
         system = messages[0]["content"]
         if out is None or not out.known:
@@ -128,16 +128,19 @@ class ReflectPipeline:
             return Reflection(query=query, answer=answer, known=False, memories=memories, disposition=disp,
                               system_message=system)
         based_on = list(dict.fromkeys(memories[n - 1].id for n in out.based_on if 1 <= n <= len(memories)))
-        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query)
+        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document)
         return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on,
                           opinions=opinions, memories=memories, disposition=disp, system_message=system)
 
     def store_opinions(
-        self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None
+        self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None,
+        document_id: str | None = None,
     ) -> list[Memory]:
-        """Store opinions in the opinion network with a "formed" history event each.
+        """Store opinions in the opinion network, each with its "formed" history event in the same transaction.
 
-        ``based_on`` are memory ids of the bank; the opinion's sources are their message ids.
+        ``based_on`` are memory ids of the bank; the opinion's sources are their message ids. ``document_id``
+        names the synthetic document they are stored under (default: a new one); storing under the same id
+        again replaces them, which makes a retried scheduled reflect store its opinions once.
         """
         formed = [o for o in formed if o.text.strip()]
         if not formed:
@@ -153,29 +156,34 @@ class ReflectPipeline:
             )
             for i, o in enumerate(formed)
         ]
-        doc = Document(id=f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "", timestamp=now)
+        doc = Document(id=document_id or f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "",
+                       timestamp=now)
         meta: dict[str, Any] = {"based_on": based_on}
         if query:
             meta["query"] = query
-        result = self.hs.retainer.store_facts(doc, facts, metadata=meta)
+
+        def formed_events(units: list[Memory]) -> list[OpinionEvent]:
+            return [
+                OpinionEvent(opinion_id=unit.id, at=now, label="formed", new_confidence=opinion.confidence,
+                             evidence=based_on, new_text=unit.text, rationale=opinion.rationale)
+                for unit, opinion in zip(units, formed, strict=True)
+            ]
+
+        result = self.hs.retainer.store_facts(doc, facts, metadata=meta, opinion_events=formed_events)
         for unit, opinion in zip(result.memories, formed, strict=True):
-            self.hs.store.add_opinion_event(bank_id, OpinionEvent(
-                opinion_id=unit.id, at=now, label="formed", new_confidence=opinion.confidence, evidence=based_on,
-                new_text=unit.text, rationale=opinion.rationale,
-            ))
             unit.metadata["rationale"] = opinion.rationale
         return result.memories
 
     def reflect(
         self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,
-        reference_time: Any = None,
+        reference_time: Any = None, opinion_document: str | None = None,
     ) -> Reflection:
-        """See ``Bank.reflect``."""
+        """See ``Bank.reflect``; ``opinion_document``: see ``store_opinions`` (scheduled reflects)."""
         _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
         out = None
         if _relevant(recall):
             out = structured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
-        return self._finish(bank_id, query, disp, memories, messages, out)
+        return self._finish(bank_id, query, disp, memories, messages, out, opinion_document)
 
     async def areflect(
         self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,

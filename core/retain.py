@@ -1,17 +1,21 @@
 """Retain pipeline: store document -> extract -> resolve entities -> embed -> link -> commit (paper 4.1).
 
 The raw document is committed first, so a failing model loses nothing: the document stays in the graph
-store with status ``failed`` and its error, and can be extracted again. A retain returns only after both
-stores hold the new units.
+store with status ``failed`` and its error, and can be extracted again; a process that dies mid-retain
+leaves it ``extracting`` under its lease, and the next process to open the store resumes it. A retain
+returns only after both stores hold the new units. The commit order makes every crash point safe: the new
+vectors are written first (marked in the graph store, so a crash leaves no untracked vector), then one graph
+transaction swaps the document's old units for the new ones, then the old vectors are removed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -25,47 +29,12 @@ from .extract.base import ExtractedFact, Extractor
 from .extract.raw_extractor import RawExtractor
 from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
 from .links import build_links
-from .models import Document, DocumentStatus, Memory, Message, RetainResult, utcnow
+from .models import Document, DocumentKind, DocumentStatus, Memory, Message, OpinionEvent, RetainResult, utcnow
 from .stores.base import GraphStore, UnitBatch, VectorIndex
+from .unit_text import embedding_text, search_contexts, timed_text, vector_metadata
+from .vector_sync import VectorSync
 
-
-def embedding_text(memory: Memory, with_time: bool = True) -> str:
-    """The text that is embedded: the unit text plus a human-readable date when known."""
-    return timed_text(memory.text, memory.occurred_start or memory.mentioned_at, with_time)
-
-
-def timed_text(text: str, when: datetime | None, with_time: bool = True) -> str:
-    """``text`` with a human-readable date appended (what ``embedding_text`` embeds)."""
-    if not with_time or when is None:
-        return text
-    return f"{text} ({when.day} {when:%B %Y})"
-
-
-def vector_metadata(memory: Memory) -> dict[str, Any]:
-    """Filterable metadata stored with each vector (network and occurrence interval as epoch seconds)."""
-    meta: dict[str, Any] = {"network": memory.network.value}
-    start = memory.occurred_start or memory.mentioned_at
-    end = memory.occurred_end or start
-    if start is not None and end is not None:
-        meta["t0"] = start.timestamp()
-        meta["t1"] = end.timestamp()
-    return meta
-
-
-def index_units(index: VectorIndex, embedder: Embedder, bank_id: str, units: list[Memory], with_time: bool) -> None:
-    """(Re-)embed units and write their vectors: used after text changes and by reconcile."""
-    if units:
-        vectors = embedder.embed([embedding_text(u, with_time) for u in units])
-        index.upsert(bank_id, [u.id for u in units], vectors, [vector_metadata(u) for u in units])
-
-
-def search_contexts(units: list[Memory]) -> dict[str, str]:
-    """Each unit's neighbours in document order (previous and next), for the keyword channel's context column."""
-    out: dict[str, str] = {}
-    for i, unit in enumerate(units):
-        parts = [units[j].text for j in (i - 1, i + 1) if 0 <= j < len(units)]
-        out[unit.id] = " ".join(parts)
-    return out
+log = logging.getLogger(__name__)
 
 
 class RetainPipeline:
@@ -80,11 +49,13 @@ class RetainPipeline:
         raw_extractor: Extractor,
         llm_extractor: Callable[[], Extractor],
         on_retained: Callable[[RetainResult], None] | None = None,
+        vectors: VectorSync | None = None,
     ) -> None:
         self.store = store
         self.index = index
         self.embedder = embedder
         self.settings = settings
+        self.vectors = vectors or VectorSync(store, index, embedder, settings, None)
         self.raw_extractor = raw_extractor
         self._llm_extractor = llm_extractor
         # Called after a retain committed with background work wanted (queues observations, opinions).
@@ -107,8 +78,16 @@ class RetainPipeline:
         document_id: str | None,
         context: str | None,
         document_metadata: dict[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        deferred: bool = False,
+        job_id: str | None = None,
     ) -> tuple[Document, list[Message], list[str]]:
-        """Validate the input and durably store the raw document before anything can fail."""
+        """Validate the input and durably store the raw document before anything can fail.
+
+        The document records what kind of input it was and how it is retained (``options``: extract,
+        background, metadata), and is held by this process's lease while it is extracted (``deferred``: pending
+        until its job runs), so that a process dying half way leaves something the next one can resume.
+        """
         warnings: list[str] = []
         when = parse_timestamp(timestamp) or utcnow()
         messages, _ = normalise_messages(content, when, warnings, self.settings.max_document_chars)
@@ -119,13 +98,23 @@ class RetainPipeline:
             context=context,
             timestamp=when,
             metadata=dict(document_metadata or {}),
+            kind=DocumentKind.TEXT if isinstance(content, str) else DocumentKind.MESSAGES,
+            options=dict(options or {}),
+            status=DocumentStatus.PENDING if deferred else DocumentStatus.EXTRACTING,
+            owner=self.vectors.owner,
+            job_id=job_id,
         )
         self.store.put_document(doc)
         return doc, messages, warnings
 
     def fail(self, doc: Document, exc: BaseException) -> None:
-        """Record why extraction failed on the kept document."""
-        self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.FAILED, f"{type(exc).__name__}: {exc}")
+        """Record why extraction failed on the kept document (a store that fails here too is only logged: the
+        document stays held by this process's lease and is resumed later)."""
+        try:
+            self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.FAILED,
+                                           f"{type(exc).__name__}: {exc}"[:4000])
+        except Exception as store_exc:
+            log.error("could not mark document %r failed: %s", doc.id, store_exc)
 
     def check_facts(self, doc: Document, messages: list[Message], facts: list[ExtractedFact]) -> None:
         """Never accept zero facts from non-empty input."""
@@ -158,21 +147,19 @@ class RetainPipeline:
         metadata: dict[str, Any] | None = None,
         timings: dict[str, float] | None = None,
         vectors: np.ndarray | None = None,
+        opinion_events: Callable[[list[Memory]], list[OpinionEvent]] | None = None,
     ) -> RetainResult:
         """Resolve, embed, link and write facts of ``doc`` (stored or not: reflect and background work write
-        opinions and observations through here too). Units previously written for ``doc.id`` are replaced."""
+        opinions and observations through here too). Units previously written for ``doc.id`` are replaced in
+        the same graph transaction that adds the new ones. ``opinion_events(units)`` gives history events
+        committed with the units."""
         bank_id = doc.bank_id
         timings = {} if timings is None else timings
         with self._lock(bank_id):
             t = time.perf_counter()
             old = self.store.units_of_document(bank_id, doc.id)
-            if old:  # re-retaining a document replaces what it produced before
-                self.store.delete_units(bank_id, old)
-                self.index.delete(bank_id, old)
             units = [self._unit(bank_id, doc, fact, metadata) for fact in facts]
             resolution = self.resolver.resolve(bank_id, facts, [u.id for u in units])
-            for unit, names in zip(units, resolution.names, strict=True):
-                unit.entities = names
             timings["resolve_ms"] = _ms(t)
 
             if vectors is None or len(vectors) != len(units):
@@ -193,24 +180,44 @@ class RetainPipeline:
                 updated_entities=resolution.updated_entities,
                 mentions=resolution.mentions,
                 links=links,
+                replaces=old,
+                opinion_events=opinion_events(units) if opinion_events is not None else [],
             )
-            self.store.add_units(bank_id, batch)
-            try:
-                self.index.upsert(bank_id, [u.id for u in units], vectors, [vector_metadata(u) for u in units])
-            except Exception as exc:
-                # Keep the stores consistent: without vectors the units would be half-retained.
-                self.store.delete_units(bank_id, [u.id for u in units])
-                raise StoreError(f"vector index write failed; document {doc.id!r} kept for retry: {exc}") from exc
+            names = self._commit(bank_id, doc.id, batch, vectors)
+            # Mentions of an entity another writer created meanwhile name the stored entity.
+            by_unit: dict[str, list[str]] = {u.id: [] for u in units}
+            for m in resolution.mentions:
+                by_unit[m.unit_id].append(names.get(m.entity_id, m.entity_id))
+            for unit in units:
+                unit.entities = by_unit[unit.id]
             timings["commit_ms"] = _ms(t)
         return RetainResult(
             bank_id=bank_id,
             document_id=doc.id,
             memories=units,
-            entities=sorted({n for names in resolution.names for n in names}),
+            entities=sorted({n for u in units for n in u.entities}),
             links=len(links),
             warnings=warnings or [],
             timings_ms=timings,
         )
+
+    def _commit(self, bank_id: str, document_id: str, batch: UnitBatch, vectors: np.ndarray) -> dict[str, str]:
+        """Vectors first (marked), then the graph swap in one transaction, then the old vectors go."""
+        owner = self.vectors.owner
+        new_ids = [u.id for u in batch.units]
+        with self.vectors.hold(bank_id, [*new_ids, *batch.replaces]):
+            self.store.mark_vectors(bank_id, new_ids, owner)
+            try:
+                self.index.upsert(bank_id, new_ids, vectors, [vector_metadata(u) for u in batch.units])
+                names = self.store.add_units(bank_id, batch, owner=owner)
+            except BaseException as exc:
+                # Nothing of the graph changed: the old memories stand; the new vectors must not outlive this.
+                self.vectors.undo_upsert(bank_id, new_ids)
+                if isinstance(exc, HindsightError) or not isinstance(exc, Exception):
+                    raise
+                raise StoreError(f"storing document {document_id!r} failed; nothing was changed: {exc}") from exc
+            self.vectors.finish_delete(bank_id, batch.replaces)
+        return names
 
     @staticmethod
     def _unit(bank_id: str, doc: Document, fact: ExtractedFact, metadata: dict[str, Any] | None) -> Memory:
@@ -262,12 +269,14 @@ class RetainPipeline:
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
+        job_id: str | None = None,
     ) -> RetainResult:
-        """Retain synchronously; see ``Bank.retain``."""
+        """Retain synchronously; see ``Bank.retain``. ``job_id``: the background job running it (deferred)."""
         timings: dict[str, float] = {}
         doc, messages, warnings = self.prepare(
             bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
-            document_metadata=document_metadata,
+            document_metadata=document_metadata, options=retain_options(extract, background, metadata),
+            job_id=job_id,
         )
         try:
             t = time.perf_counter()
@@ -304,7 +313,7 @@ class RetainPipeline:
         timings: dict[str, float] = {}
         doc, messages, warnings = await asyncio.to_thread(
             self.prepare, bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
-            document_metadata=document_metadata,
+            document_metadata=document_metadata, options=retain_options(extract, background, metadata),
         )
         try:
             t = time.perf_counter()
@@ -324,6 +333,11 @@ class RetainPipeline:
             raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
         await asyncio.to_thread(self._after, result, extract if background is None else background)
         return result
+
+
+def retain_options(extract: bool, background: bool | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    """How a document is retained, kept with it so that a resumed or deferred extraction does the same."""
+    return {"extract": bool(extract), "background": background, "metadata": dict(metadata or {})}
 
 
 def _ms(start: float) -> float:

@@ -1,8 +1,11 @@
 """Durable background worker: runs jobs stored in the graph store, with retries and exponential backoff.
 
-Jobs outlive the process: one left ``running`` by a dead process is queued again on open, and the worker
-picks up whatever is queued. A job that keeps failing is retried with growing delays and finally marked
-``failed`` with its error; nothing is dropped silently.
+Jobs outlive the process: a job is claimed under this process's lease (``leases``), and one left
+``running`` by a process that died is queued again by the next live process (never one a live process is
+still running). A job that keeps failing is retried with growing delays and finally marked ``failed`` with
+its error; nothing is dropped silently. A job may run more than once (a crash after its effects, before it
+was marked done), so every handler's effects are idempotent: retains replace their document's memories,
+observations replace the entity's, opinion updates apply once per (opinion, evidence).
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ class Worker:
         max_attempts: int = 4,
         backoff_s: float = 2.0,
         poll_s: float = 1.0,
+        owner: str | None = None,
     ) -> None:
         self.store = store
+        self.owner = owner
+        self._closed = False
         self.handlers = handlers
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
@@ -53,7 +59,7 @@ class Worker:
     def start(self) -> None:
         """Start the worker thread (idempotent)."""
         with self._lock:
-            if self.running:
+            if self.running or self._closed:
                 return
             self._stop.clear()
             self._thread = threading.Thread(target=self._loop, name="hindsight-worker", daemon=True)
@@ -70,6 +76,8 @@ class Worker:
         Waiting matters: abandoning a job mid model call would leave a request in flight while the caller
         may already be shutting the model server down.
         """
+        with self._lock:
+            self._closed = True  # a notify racing with stop must not start a new thread
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
@@ -77,7 +85,7 @@ class Worker:
 
     def run_once(self) -> bool:
         """Run the next runnable job, if any; returns whether one ran."""
-        job = self.store.claim_job(utcnow())
+        job = self.store.claim_job(utcnow(), owner=self.owner)
         if job is None:
             return False
         handler = self.handlers.get(job.kind)

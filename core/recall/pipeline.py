@@ -55,7 +55,7 @@ class RecallPipeline:
         if constraint is None or constraint.range is not None or not constraint.anchor:
             return constraint
         anchor_vec = self.embedder.embed([constraint.anchor])[0]
-        hits = self.index.query(bank_id, anchor_vec, 1)
+        hits = self.trusted(bank_id, self.index.query(bank_id, anchor_vec, 3))
         if not hits or hits[0][1] < ANCHOR_MIN_SIMILARITY:
             return constraint
         unit = self.store.get_units(bank_id, [hits[0][0]])
@@ -112,11 +112,13 @@ class RecallPipeline:
             )
         results: dict[str, list[tuple[str, float]]] = {}
         if "semantic" in enabled or "graph" in enabled:
-            results["semantic"] = _timed(
+            results["semantic"] = self.trusted(bank_id, _timed(
                 timings, "semantic_ms", ch.semantic, self.index, bank_id, qvec, s.semantic_k, nets, window
-            )
+            ))
         for name, fut in futures.items():
             results[name] = fut.result()
+        if "temporal" in results:
+            results["temporal"] = self.trusted(bank_id, results["temporal"])
         if "graph" in enabled:
             # Spreading activation starts from the best direct hits of semantic and keyword together.
             direct = {n: results[n] for n in ("semantic", "keyword") if n in results}
@@ -169,6 +171,14 @@ class RecallPipeline:
                 budget=budget,
             )
         return Recall(query=query, memories=out, tokens=used, trace=rec_trace)
+
+    def trusted(self, bank_id: str, hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Vector hits whose unit exists: a vector can outlive its unit for a moment (a forget half done, a
+        crashed writer) until its mark is synced, and must never take a rank from a real memory."""
+        if not hits:
+            return hits
+        present = self.store.units_exist(bank_id, [i for i, _ in hits])
+        return hits if len(present) == len(hits) else [(i, v) for i, v in hits if i in present]
 
     async def arecall(self, bank_id: str, query: str, **kwargs: Any) -> Recall:
         """Async twin: the whole recall runs in a worker thread so the event loop is never blocked."""

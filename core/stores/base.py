@@ -5,13 +5,15 @@ Every method takes the bank id first: no call can read or write outside its bank
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import functools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
+from ..errors import HindsightError, StoreError
 from ..models import (
     BankProfile,
     Document,
@@ -37,7 +39,13 @@ class Mention:
 
 @dataclass
 class UnitBatch:
-    """Everything one retain writes to the graph store, committed in one transaction."""
+    """Everything one retain writes to the graph store, committed in one transaction.
+
+    ``replaces`` are units the batch supersedes (a re-retained document's previous memories): they are
+    deleted in the same transaction, so readers see either the old memories or the new ones, never neither.
+    Entities are upserted by (bank, normalised name): an entity another writer created meanwhile is reused
+    (the mentions follow it), and mention counts are recounted inside the transaction.
+    """
 
     units: list[Memory] = field(default_factory=list)
     positions: dict[str, int] = field(default_factory=dict)
@@ -48,6 +56,84 @@ class UnitBatch:
     updated_entities: list[Entity] = field(default_factory=list)
     mentions: list[Mention] = field(default_factory=list)
     links: list[Link] = field(default_factory=list)
+    replaces: list[str] = field(default_factory=list)
+    # History events written with the units (an opinion's "formed" step commits with the opinion itself).
+    opinion_events: list[OpinionEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Owner:
+    """A live process holding leases on jobs, documents and vector marks (renewed by its heartbeat)."""
+
+    id: str
+    host: str  # hostname, boot id and pid namespace: a pid is only meaningful on the same host
+    pid: int
+    started_at: datetime
+    heartbeat_at: datetime
+
+
+@dataclass
+class Released:
+    """What ``release_owners`` took back from dead processes."""
+
+    jobs: int = 0  # running jobs put back in the queue
+    documents: list[tuple[str, str]] = field(default_factory=list)  # (bank, document) now held by the reaper
+    vector_marks: int = 0  # vector marks handed to the reaper
+    owners: int = 0  # owner rows removed
+
+
+@dataclass(frozen=True)
+class OpinionUpdate:
+    """One assessed piece of evidence moving an opinion: applied at most once per (opinion, evidence id)."""
+
+    opinion_id: str
+    label: str
+    delta: float  # signed step; the new confidence is clamp(current + delta) computed in the transaction
+    evidence: tuple[str, ...]
+    rationale: str | None = None
+    new_text: str | None = None  # a contradiction may rewrite the opinion
+    at: datetime | None = None
+
+
+T = TypeVar("T")
+
+# Everything a store can raise that is not ours becomes a StoreError naming the store and the call.
+_PASSTHROUGH = (HindsightError, KeyboardInterrupt, SystemExit, GeneratorExit)
+
+
+def translate_errors(
+    errors: tuple[type[BaseException], ...] | Callable[[], tuple[type[BaseException], ...]],
+    describe: Callable[[Any], str],
+) -> Callable[[T], T]:
+    """Class decorator: public methods raise ``StoreError`` instead of the backend's own exception types.
+
+    ``errors`` are the backend's exception classes (``sqlite3.Error``; ``Exception`` for clients that raise
+    unrelated types), or a function returning them (for drivers imported lazily); ``describe(self)`` names
+    the store in the message.
+    """
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(self, *args, **kwargs)
+            except _PASSTHROUGH:
+                raise
+            except BaseException as exc:
+                if not isinstance(exc, errors() if callable(errors) else errors):
+                    raise
+                raise StoreError(f"{describe(self)}: {fn.__name__} failed: {type(exc).__name__}: {exc}") from exc
+
+        return wrapper
+
+    def decorate(cls: T) -> T:
+        for name, member in list(vars(cls).items()):
+            if name.startswith("_") or not callable(member) or isinstance(member, staticmethod | classmethod | type):
+                continue
+            setattr(cls, name, wrap(member))
+        return cls
+
+    return decorate
 
 
 @dataclass(frozen=True)
@@ -61,7 +147,99 @@ class Edge:
 
 
 @runtime_checkable
-class GraphStore(Protocol):
+class JobQueue(Protocol):
+    """Durable background jobs, claimed under an owner's lease (see ``Leases``)."""
+
+    def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
+        """Durably queue a job. With ``document_id``, the same transaction makes that document pending on this
+        job (its ``job_id``), so a deferred or resumed document and its job are never stored apart."""
+        ...
+
+    def claim_job(self, now: datetime, owner: str | None = None) -> Job | None:
+        """Atomically take the oldest runnable job (queued, run_after <= now), mark it running under ``owner``
+        (attempts + 1) and return it; two claimers never get the same job."""
+        ...
+
+    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
+        """Mark a job done, failed, or re-queued for ``retry_at``; its lease is released."""
+        ...
+
+    def list_jobs(self, bank_id: str | None = None) -> list[Job]:
+        """Jobs, newest first."""
+        ...
+
+    def pending_jobs(self, bank_id: str | None = None) -> int:
+        """Jobs queued or running (for the whole store, or one bank)."""
+        ...
+
+
+@runtime_checkable
+class Leases(Protocol):
+    """Which processes are alive. Jobs, documents being extracted and vector marks name their owner; a
+    process whose heartbeat stopped is dead and ``release_owners`` hands its work to a live one."""
+
+    def register_owner(self, owner: Owner) -> None:
+        """Record a live process (insert or refresh)."""
+        ...
+
+    def heartbeat(self, owner_id: str, at: datetime) -> bool:
+        """Renew a lease; False when the owner row is gone (another process declared it dead)."""
+        ...
+
+    def remove_owner(self, owner_id: str) -> None:
+        """Forget an owner that closed cleanly (its running jobs go back to the queue)."""
+        ...
+
+    def list_owners(self) -> list[Owner]:
+        """Every registered owner."""
+        ...
+
+    def release_owners(self, dead: Sequence[str], reaper: str, now: datetime) -> Released:
+        """Take back what dead owners held, in one transaction: their running jobs are queued again; documents
+        they left pending or extracting (and pending documents whose job is gone) pass to ``reaper`` to be
+        resumed (returned), unless their job is still queued; their vector marks pass to ``reaper``; their
+        rows are removed. Work held by no owner at all (rows from before leases existed) counts as dead."""
+        ...
+
+
+@runtime_checkable
+class VectorMarks(Protocol):
+    """An outbox of unit ids whose vector may not match the graph (a write in progress, or one that failed
+    half way). Whoever holds a mark makes the vector follow the graph, then clears it."""
+
+    def mark_vectors(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> None:
+        """Record that these units' vectors are about to change (committed before the index is touched)."""
+        ...
+
+    def clear_vector_marks(self, bank_id: str, ids: Sequence[str]) -> None:
+        """The index now matches the graph for these ids."""
+        ...
+
+    def vector_marks(self, owner: str | None, limit: int = 10_000) -> list[tuple[str, str]]:
+        """(bank, unit id) marks held by ``owner`` (None: marks held by nobody). A unit id of ``""`` means the
+        whole bank's collection is to be dropped (the bank was deleted)."""
+        ...
+
+
+@runtime_checkable
+class IntegrityChecks(Protocol):
+    """The graph store's own invariants (``hindsight check``); the vector side is compared in the core."""
+
+    def check_bank(self, bank_id: str) -> dict[str, list[str]]:
+        """Problems by kind, each with the offending ids (empty dict: none). Kinds: ``dangling_link``,
+        ``dangling_mention``, ``mention_count``, ``duplicate_entity``, ``orphan_entity``, ``keyword_stats``,
+        ``dangling_opinion_event``."""
+        ...
+
+    def repair_bank(self, bank_id: str) -> dict[str, int]:
+        """Fix what ``check_bank`` finds; how many of each kind were repaired."""
+        ...
+
+
+@runtime_checkable
+class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
+    """Source of truth: banks, raw documents, units, entities, links, opinion history, jobs and leases."""
+
     """Source of truth: banks, raw documents, units, entities, links, background jobs."""
 
     # banks
@@ -81,8 +259,8 @@ class GraphStore(Protocol):
         """All banks, oldest first."""
         ...
 
-    def delete_bank(self, bank_id: str) -> None:
-        """Delete a bank and everything in it."""
+    def delete_bank(self, bank_id: str, owner: str | None = None) -> None:
+        """Delete a bank and everything in it; mark its vector collection for dropping (under ``owner``)."""
         ...
 
     # documents
@@ -98,7 +276,7 @@ class GraphStore(Protocol):
     def set_document_status(
         self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
     ) -> None:
-        """Mark a document extracted or failed."""
+        """Mark a document extracted or failed (which releases its owner)."""
         ...
 
     def list_documents(
@@ -109,8 +287,11 @@ class GraphStore(Protocol):
         ...
 
     # units
-    def add_units(self, bank_id: str, batch: UnitBatch) -> None:
-        """Commit units, entities, mentions and links of one retain atomically."""
+    def add_units(self, bank_id: str, batch: UnitBatch, owner: str | None = None) -> dict[str, str]:
+        """Commit one retain atomically: delete ``batch.replaces`` (their vectors marked for removal under
+        ``owner``), upsert entities by normalised name, insert units, mentions, links whose both ends exist,
+        and opinion events; clear the vector marks of the new units. Returns, per entity id of the batch, the
+        name of the entity it was stored as (another writer's entity when one existed)."""
         ...
 
     def get_units(self, bank_id: str, ids: Sequence[str]) -> list[Memory]:
@@ -121,6 +302,10 @@ class GraphStore(Protocol):
         """Every unit id of the bank (used to reconcile the vector index)."""
         ...
 
+    def units_exist(self, bank_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are units of the bank: a vector hit is trusted only if its unit exists."""
+        ...
+
     def units_of_document(self, bank_id: str, document_id: str) -> list[str]:
         """Ids of the units extracted from a document."""
         ...
@@ -129,8 +314,9 @@ class GraphStore(Protocol):
         """Ids of the units that mention an entity."""
         ...
 
-    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
-        """Delete units with their links and mentions; return how many existed."""
+    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> int:
+        """Delete units with their links, mentions and opinion history, and mark their vectors for removal
+        (under ``owner``) in the same transaction; return how many existed."""
         ...
 
     def delete_document(self, bank_id: str, document_id: str) -> None:
@@ -140,7 +326,20 @@ class GraphStore(Protocol):
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:
-        """Change a unit's text and/or confidence in place."""
+        """Change a unit's text and/or confidence in place (a text change marks its vector, owner None)."""
+        ...
+
+    def apply_opinion_update(
+        self, bank_id: str, update: OpinionUpdate, owner: str | None = None
+    ) -> OpinionEvent | None:
+        """In one transaction: skip evidence already applied to this opinion; if any is new, move the confidence
+        by ``delta`` from its current stored value (clamped to [0, 1]), rewrite the text if given (marking the
+        vector under ``owner``), append the history event and record each (opinion, evidence) pair. Returns the
+        event, or None when the opinion is gone or every piece of evidence was applied before."""
+        ...
+
+    def applied_evidence(self, bank_id: str, opinion_id: str) -> set[str]:
+        """Ids of the evidence already applied to an opinion."""
         ...
 
     def units_in_network(
@@ -207,31 +406,6 @@ class GraphStore(Protocol):
         Entity hops skip entities mentioned by more than ``entity_fanout`` units so that very common
         entities do not flood traversal.
         """
-        ...
-
-    # background jobs
-    def enqueue_job(self, job: Job) -> None:
-        """Durably queue a background job."""
-        ...
-
-    def claim_job(self, now: datetime) -> Job | None:
-        """Atomically take the oldest runnable job (status queued, run_after <= now) and mark it running."""
-        ...
-
-    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
-        """Mark a job done, failed, or re-queued for ``retry_at``."""
-        ...
-
-    def list_jobs(self, bank_id: str | None = None) -> list[Job]:
-        """Jobs, newest first."""
-        ...
-
-    def pending_jobs(self, bank_id: str | None = None) -> int:
-        """Jobs queued or running (for the whole store, or one bank)."""
-        ...
-
-    def requeue_running_jobs(self) -> int:
-        """Put jobs left running by a dead process back in the queue."""
         ...
 
     def stats(self, bank_id: str) -> dict[str, Any]:

@@ -7,7 +7,6 @@ and dimension; opening it with another embedder is an error rather than silently
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import threading
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderMismatchError, StoreError
+from .base import translate_errors
 
 
 def collection_name(bank_id: str) -> str:
@@ -24,6 +24,9 @@ def collection_name(bank_id: str) -> str:
     return "hs_" + hashlib.sha256(bank_id.encode("utf-8")).hexdigest()[:40]
 
 
+# chromadb raises many unrelated types (ValueError, its ChromaError tree, RuntimeError from the Rust core,
+# httpx errors from a server): every one leaves a public method as a StoreError.
+@translate_errors((Exception,), lambda self: "Chroma vector index")
 class ChromaVectorIndex:
     """Vector index over a Chroma client (persistent, http or ephemeral)."""
 
@@ -167,12 +170,18 @@ class ChromaVectorIndex:
             self._collection(bank_id).delete(ids=list(ids))
 
     def drop_bank(self, bank_id: str) -> None:
-        """Remove the bank's collection (no error if it never existed)."""
+        """Remove the bank's collection (no error if it never existed; any other failure is raised)."""
+        from chromadb.errors import NotFoundError
+
         with self._lock:
             self._collections.pop(bank_id, None)
-            # chromadb raises NotFoundError or ValueError for a missing collection, by client type
-            with contextlib.suppress(Exception):
+            try:
                 self.client.delete_collection(collection_name(bank_id))
+            except NotFoundError:
+                return
+            except ValueError as exc:  # older clients report a missing collection as ValueError
+                if "does not exist" not in str(exc):
+                    raise
 
     def count(self, bank_id: str) -> int:
         """Number of vectors in the bank's collection."""

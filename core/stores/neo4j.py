@@ -11,7 +11,10 @@ parameter):
 - ``(:Schema {id: 'hindsight', version})``: which layout the database holds
 - ``(:Entity {id, bank_id, name, norm, type, aliases, mention_count, first_seen, last_seen})``
 - ``(:Unit)-[:MENTIONS]->(:Entity)``, ``(:Unit)-[:LINK {bank_id, type, weight}]->(:Unit)``
-- ``(:OpinionEvent {bank_id, opinion_id, seq, ...})``, ``(:Job {id, bank_id, kind, payload, status, ...})``
+- ``(:OpinionEvent {bank_id, opinion_id, seq, ...})``, ``(:Job {id, bank_id, kind, payload, status, owner, ...})``;
+  an opinion unit lists the evidence applied to it in ``applied_evidence`` (each piece moves it once)
+- ``(:Owner {id, host, pid, started_at, heartbeat_at})``: live processes (leases);
+  ``(:VectorMark {key, bank_id, unit_id, owner, marked_at})``: the vector outbox (see ``base.VectorMarks``)
 
 Times are epoch seconds (floats): range indexes serve them and no server-side temporal type is needed.
 ``t_start``/``t_end`` hold the occurrence interval with the fallbacks the SQLite store computes per query,
@@ -40,6 +43,7 @@ from ..models import (
     BankProfile,
     Disposition,
     Document,
+    DocumentKind,
     DocumentStatus,
     Entity,
     EntityType,
@@ -52,13 +56,15 @@ from ..models import (
     TimeRange,
     as_utc,
 )
-from .base import Edge, UnitBatch
+from ..names import normalise_name
+from .base import Edge, OpinionUpdate, Owner, Released, UnitBatch, translate_errors
 from .cypher_dialect import ArcadeDBDialect, CypherDialect, detect_dialect
 from .fts5_bm25 import Phrase, TermStatsCache, keyword_columns, query_terms, rank, shared_tokenizer
 
 T = TypeVar("T")
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+_ACTIVE_DOCS = [DocumentStatus.PENDING.value, DocumentStatus.EXTRACTING.value]
 KEYWORD_CANDIDATES = 1000  # most full-text hits read per search; past it, phrase counts are queried
 
 # Lucene's query syntax characters; terms are \w+ words, but escaping keeps that guarantee local.
@@ -103,6 +109,13 @@ def _is_conflict(exc: Exception) -> bool:
     return "concurrent" in text or "conflict" in text or "deadlock" in text or ("lock" in text and "timeout" in text)
 
 
+def _driver_errors() -> tuple[type[BaseException], ...]:
+    from neo4j.exceptions import DriverError, Neo4jError
+
+    return (Neo4jError, DriverError)
+
+
+@translate_errors(_driver_errors, lambda self: f"Neo4j graph store at {self.uri}")
 class Neo4jGraphStore:
     """Graph store on a Neo4j 5 server (or ArcadeDB's Neo4j-compatible Bolt endpoint)."""
 
@@ -179,10 +192,12 @@ class Neo4jGraphStore:
             raise StoreError(f"cannot set up the graph schema on {tried}: {exc}") from exc
 
     def _upgrade(self) -> None:
-        """Bring a database written by an older layout up to date (v1 -> v2: keyword tokens on every unit)."""
+        """Bring a database written by an older layout up to date (v1 -> v2: keyword tokens on every unit;
+        v2 -> v3: entity keys from ``normalise_name``, duplicates merged)."""
         rows = self._run("MATCH (s:Schema {id: 'hindsight'}) RETURN s.version AS v")
         if rows and int(rows[0]["v"] or 0) >= SCHEMA_VERSION:
             return
+        self._renormalise_entities(None)
         while True:  # idempotent: two processes upgrading at once write the same values
             todo = self._run(
                 "MATCH (u:Unit) WHERE u.kw_len IS NULL RETURN u.id AS id, u.text AS text, u.context AS context "
@@ -292,14 +307,15 @@ class Neo4jGraphStore:
         rows = self._read("MATCH (b:Bank) RETURN properties(b) AS b ORDER BY b.created_at, b.id")
         return [self._bank(r["b"]) for r in rows]
 
-    def delete_bank(self, bank_id: str) -> None:
-        """Delete a bank and everything in it."""
+    def delete_bank(self, bank_id: str, owner: str | None = None) -> None:
+        """Delete a bank and everything in it; its vector collection is marked for dropping (unit id "")."""
         def work(tx: Any) -> None:
-            for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document"):
+            for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "VectorMark"):
                 # Label from the fixed tuple above, never from input.
                 tx.run(f"MATCH (n:{label}) WHERE n.bank_id = $bank DETACH DELETE n", bank=bank_id).consume()
             tx.run("MATCH (b:Bank {id: $bank}) DETACH DELETE b", bank=bank_id).consume()
-        self._write(work)
+            _mark(tx, bank_id, [""], owner)
+        self._write(work, retry_duplicates=True)
         self._stale(bank_id)
 
     # documents -----------------------------------------------------------------------------------
@@ -309,7 +325,8 @@ class Neo4jGraphStore:
             id=row["id"], bank_id=row["bank_id"], content=row["content"], context=row.get("context"),
             timestamp=_dt(row.get("timestamp")), status=DocumentStatus(row["status"]), error=row.get("error"),
             metadata=json.loads(row.get("metadata") or "{}"), created_at=_dt(row["created_at"]),
-            updated_at=_dt(row["updated_at"]),
+            updated_at=_dt(row["updated_at"]), kind=DocumentKind(row["kind"]) if row.get("kind") else None,
+            options=json.loads(row.get("options") or "{}"), owner=row.get("owner"), job_id=row.get("job_id"),
         )
 
     def put_document(self, document: Document) -> None:
@@ -318,12 +335,13 @@ class Neo4jGraphStore:
             "MERGE (d:Document {key: $key}) ON CREATE SET d.created_at = $created_at "
             "SET d.bank_id = $bank_id, d.id = $id, d.content = $content, d.context = $context, "
             "d.timestamp = $timestamp, d.status = $status, d.error = $error, d.metadata = $metadata, "
-            "d.updated_at = $updated_at",
+            "d.updated_at = $updated_at, d.kind = $kind, d.options = $options, d.owner = $owner, d.job_id = $job_id",
             key=_doc_key(document.bank_id, document.id), bank_id=document.bank_id, id=document.id,
             content=document.content, context=document.context, timestamp=_ts(document.timestamp),
             status=document.status.value, error=document.error,
             metadata=json.dumps(document.metadata, default=str), created_at=_ts(document.created_at),
-            updated_at=_ts(document.updated_at),
+            updated_at=_ts(document.updated_at), kind=document.kind.value if document.kind else None,
+            options=json.dumps(document.options, default=str), owner=document.owner, job_id=document.job_id,
         ).consume(), retry_duplicates=True)
 
     def get_document(self, bank_id: str, document_id: str) -> Document | None:
@@ -336,10 +354,11 @@ class Neo4jGraphStore:
     def set_document_status(
         self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
     ) -> None:
-        """Mark a document extracted or failed."""
+        """Mark a document extracted or failed (the owner is released once it is done or failed)."""
         self._write(lambda tx: tx.run(
-            "MATCH (d:Document {key: $key}) SET d.status = $status, d.error = $error",
-            key=_doc_key(bank_id, document_id), status=status.value, error=error,
+            "MATCH (d:Document {key: $key}) SET d.status = $status, d.error = $error, "
+            "d.owner = CASE WHEN $status IN $active THEN d.owner ELSE null END",
+            key=_doc_key(bank_id, document_id), status=status.value, error=error, active=_ACTIVE_DOCS,
         ).consume())
 
     def list_documents(
@@ -361,12 +380,11 @@ class Neo4jGraphStore:
         ).consume())
 
     # units ---------------------------------------------------------------------------------------
-    def add_units(self, bank_id: str, batch: UnitBatch) -> None:
-        """Commit units, entities, mentions and links of one retain in one transaction (UNWIND batches)."""
+    def add_units(self, bank_id: str, batch: UnitBatch, owner: str | None = None) -> dict[str, str]:
+        """Commit one retain in one transaction (UNWIND batches); see ``GraphStore.add_units``."""
         key = bank_key(bank_id)
         seq0 = time.time_ns() // 1000 * 1000  # insertion order across processes, for "newest first"
-        new_entities = [_entity_props(bank_id, e) for e in batch.new_entities]
-        updated = [_entity_props(bank_id, e) for e in batch.updated_entities]
+        entities = [_entity_props(bank_id, e) for e in [*batch.new_entities, *batch.updated_entities]]
         units = []
         keywords = keyword_tokens([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
         for i, u in enumerate(batch.units):
@@ -387,24 +405,24 @@ class Neo4jGraphStore:
             {"s": link.source_id, "t": link.target_id, "type": link.type.value, "w": float(link.weight)}
             for link in batch.links
         ]
+        events = [_event_props(bank_id, e, i) for i, e in enumerate(batch.opinion_events)]
 
-        def work(tx: Any) -> None:
+        def work(tx: Any) -> dict[str, str]:
+            if batch.replaces:
+                _delete_units_tx(tx, bank_id, list(dict.fromkeys(batch.replaces)), owner)
             remap: dict[str, str] = {}
-            if new_entities:
-                # MERGE on the (bank, name) key: another process may have created the same entity since this
-                # retain resolved its names; then the existing node is used and the mentions follow it.
+            names: dict[str, str] = {}
+            if entities:
+                # MERGE on the (bank, normalised name) key: another process may have created the same entity
+                # since this retain resolved its names (or deleted the one it found); the stored node is used
+                # and the mentions follow it.
                 for rec in tx.run(
                     "UNWIND $rows AS r MERGE (e:Entity {key: r.key}) ON CREATE SET e += r "
-                    f"ON MATCH SET {_ENTITY_MERGE} RETURN r.id AS asked, e.id AS actual",
-                    rows=new_entities,
+                    f"ON MATCH SET {_ENTITY_MERGE} RETURN r.id AS asked, e.id AS actual, e.name AS name",
+                    rows=entities,
                 ):
                     remap[rec["asked"]] = rec["actual"]
-            if updated:
-                tx.run(
-                    "UNWIND $rows AS r MATCH (e:Entity {id: r.id}) WHERE e.bank_id = $bank "
-                    f"SET {_ENTITY_MERGE}",
-                    rows=updated, bank=bank_id,
-                ).consume()
+                    names[rec["asked"]] = rec["name"]
             if units:
                 tx.run("UNWIND $rows AS r CREATE (u:Unit {id: r.id}) SET u += r.props", rows=units).consume()
             if mentions:
@@ -414,7 +432,7 @@ class Neo4jGraphStore:
                     "WHERE u.bank_id = $bank AND e.bank_id = $bank MERGE (u)-[:MENTIONS]->(e)",
                     rows=rows, bank=bank_id,
                 ).consume()
-            touched = list(dict.fromkeys([*remap.values(), *(e["id"] for e in updated)]))
+            touched = list(dict.fromkeys(remap.values()))
             if touched:
                 # Counts come from the MENTIONS edges, not from the caller's snapshot: two processes adding
                 # mentions of one entity at once both count.
@@ -424,6 +442,7 @@ class Neo4jGraphStore:
                     ids=touched,
                 ).consume()
             if links:
+                # Both ends must be units of the bank: a link to a forgotten unit is not stored (as in SQLite).
                 tx.run(
                     "UNWIND $rows AS r MATCH (s:Unit {id: r.s}) MATCH (t:Unit {id: r.t}) "
                     "WHERE s.bank_id = $bank AND t.bank_id = $bank "
@@ -431,9 +450,20 @@ class Neo4jGraphStore:
                     "ON MATCH SET l.weight = CASE WHEN l.weight >= r.w THEN l.weight ELSE r.w END",
                     rows=links, bank=bank_id,
                 ).consume()
+            if events:
+                tx.run(
+                    "UNWIND $rows AS r MATCH (u:Unit {id: r.opinion_id}) WHERE u.bank_id = $bank "
+                    "CREATE (o:OpinionEvent) SET o = r", rows=events, bank=bank_id,
+                ).consume()
+            if units:
+                tx.run("UNWIND $keys AS k MATCH (m:VectorMark {key: k}) DELETE m",
+                       keys=[_mark_key(bank_id, u["id"]) for u in units]).consume()
+            return names
 
-        self._write(work, retry_duplicates=True)
-        self._stale(bank_id)
+        try:
+            return self._write(work, retry_duplicates=True)
+        finally:
+            self._stale(bank_id)
 
     def _memories(self, rows: list[dict[str, Any]]) -> list[Memory]:
         out = []
@@ -467,6 +497,15 @@ class Neo4jGraphStore:
         """Every unit id of the bank."""
         return {r["id"] for r in self._read("MATCH (u:Unit) WHERE u.bank_id = $bank RETURN u.id AS id", bank=bank_id)}
 
+    def units_exist(self, bank_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are units of the bank."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return set()
+        rows = self._read("UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank RETURN u.id AS id",
+                          ids=wanted, bank=bank_id)
+        return {r["id"] for r in rows}
+
     def units_of_document(self, bank_id: str, document_id: str) -> list[str]:
         """Ids of the units extracted from a document, in document order."""
         rows = self._read(
@@ -484,68 +523,80 @@ class Neo4jGraphStore:
         )
         return [r["id"] for r in rows]
 
-    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
-        """Delete units with their links, mentions and opinion history; entity counts follow."""
+    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> int:
+        """Delete units with their links, mentions and opinion history; entity counts follow; their vectors are
+        marked for removal under ``owner`` in the same transaction."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return 0
-
-        def work(tx: Any) -> int:
-            ents = [r["id"] for r in tx.run(
-                "UNWIND $ids AS id MATCH (u:Unit {id: id})-[:MENTIONS]->(e:Entity) WHERE u.bank_id = $bank "
-                "RETURN DISTINCT e.id AS id", ids=wanted, bank=bank_id,
-            )]
-            tx.run(
-                "MATCH (o:OpinionEvent) WHERE o.bank_id = $bank AND o.opinion_id IN $ids DELETE o",
-                ids=wanted, bank=bank_id,
-            ).consume()
-            deleted = tx.run(
-                "UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank DETACH DELETE u "
-                "RETURN count(*) AS n", ids=wanted, bank=bank_id,
-            ).single()["n"]
-            if ents:
-                tx.run(
-                    "UNWIND $ids AS id MATCH (e:Entity {id: id}) OPTIONAL MATCH (e)<-[m:MENTIONS]-() "
-                    "WITH e, count(m) AS n SET e.mention_count = n",
-                    ids=ents,
-                ).consume()
-            tx.run(
-                "MATCH (e:Entity) WHERE e.bank_id = $bank AND e.mention_count = 0 DETACH DELETE e", bank=bank_id
-            ).consume()
-            return int(deleted)
-
         try:
-            return self._write(work)
+            return self._write(lambda tx: _delete_units_tx(tx, bank_id, wanted, owner), retry_duplicates=True)
         finally:
             self._stale(bank_id)
 
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:
-        """Change a unit's text and/or confidence in place (its keyword tokens follow the text)."""
+        """Change a unit's text and/or confidence in place (its keyword tokens follow the text, and a new text
+        marks its vector, owner None, in the same transaction)."""
         def work(tx: Any) -> None:
-            keywords: dict[str, Any] | None = None
-            if text is not None:
-                row = tx.run(
-                    "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.context AS context",
-                    id=unit_id, bank=bank_id,
-                ).single()
-                if row is None:
-                    return
-                keywords = keyword_tokens([(text, row["context"] or "")])[0]
+            if text is not None and not _set_text(tx, bank_id, unit_id, text, None):
+                return
+            if confidence is not None:
+                tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.confidence = $confidence",
+                       id=unit_id, bank=bank_id, confidence=confidence).consume()
+
+        self._write(work, retry_duplicates=True)
+        self._stale(bank_id)
+
+    def apply_opinion_update(
+        self, bank_id: str, update: OpinionUpdate, owner: str | None = None
+    ) -> OpinionEvent | None:
+        """Move an opinion once per (opinion, evidence): see ``GraphStore.apply_opinion_update``."""
+        token = uuid.uuid4().hex
+
+        def work(tx: Any) -> OpinionEvent | None:
+            # Writing first takes the node's write lock on Neo4j (ArcadeDB reports a conflict and we retry), so
+            # two workers applying the same evidence are serialised and the second sees it applied.
+            rec = tx.run(
+                "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.write_token = $token "
+                "RETURN u.confidence AS c, u.text AS text, coalesce(u.applied_evidence, []) AS applied",
+                id=update.opinion_id, bank=bank_id, token=token,
+            ).single()
+            if rec is None:
+                return None
+            applied = set(rec["applied"])
+            fresh = [e for e in dict.fromkeys(update.evidence) if e not in applied]
+            if not fresh:
+                return None
+            old = float(rec["c"]) if rec["c"] is not None else 0.5
+            new = min(1.0, max(0.0, old + float(update.delta)))
+            new_text = update.new_text if update.new_text and update.new_text != rec["text"] else None
+            if new_text is not None:
+                _set_text(tx, bank_id, update.opinion_id, new_text, owner)
+            event = OpinionEvent(
+                opinion_id=update.opinion_id, at=update.at or datetime.now(UTC), label=update.label,
+                old_confidence=old, new_confidence=new, evidence=fresh, old_text=rec["text"] if new_text else None,
+                new_text=new_text, rationale=update.rationale,
+            )
             tx.run(
                 "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank "
-                "SET u.text = coalesce($text, u.text), u.confidence = coalesce($confidence, u.confidence)",
-                id=unit_id, bank=bank_id, text=text, confidence=confidence,
+                "SET u.confidence = $new, u.applied_evidence = coalesce(u.applied_evidence, []) + $fresh "
+                "CREATE (o:OpinionEvent) SET o = $event",
+                id=update.opinion_id, bank=bank_id, new=new, fresh=fresh, event=_event_props(bank_id, event, 0),
             ).consume()
-            if keywords is not None:
-                tx.run(
-                    "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u += $keywords",
-                    id=unit_id, bank=bank_id, keywords=keywords,
-                ).consume()
+            return event
 
-        self._write(work)
-        self._stale(bank_id)
+        try:
+            return self._write(work, retry_duplicates=True)
+        finally:
+            self._stale(bank_id)
+
+    def applied_evidence(self, bank_id: str, opinion_id: str) -> set[str]:
+        """Ids of the evidence already applied to an opinion of this bank."""
+        rows = self._read("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.applied_evidence AS a",
+                          id=opinion_id, bank=bank_id)
+        return set(rows[0]["a"] or []) if rows else set()
 
     def units_in_network(
         self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
@@ -570,15 +621,10 @@ class Neo4jGraphStore:
         return [r["id"] for r in rows]
 
     def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
-        """Append a step to an opinion's history."""
+        """Append a step to an opinion's history (ignored when the opinion is not a unit of this bank)."""
         self._write(lambda tx: tx.run(
-            "CREATE (o:OpinionEvent) SET o = $props",
-            props={
-                "bank_id": bank_id, "opinion_id": event.opinion_id, "seq": time.time_ns(), "at": _ts(event.at),
-                "label": event.label, "old_confidence": event.old_confidence,
-                "new_confidence": event.new_confidence, "evidence": json.dumps(event.evidence),
-                "old_text": event.old_text, "new_text": event.new_text, "rationale": event.rationale,
-            },
+            "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank CREATE (o:OpinionEvent) SET o = $props",
+            id=event.opinion_id, bank=bank_id, props=_event_props(bank_id, event, 0),
         ).consume())
 
     def opinion_history(self, bank_id: str, opinion_id: str) -> list[OpinionEvent]:
@@ -630,8 +676,8 @@ class Neo4jGraphStore:
         return [self._entity(r["e"]) for r in rows]
 
     def find_entity(self, bank_id: str, name: str) -> Entity | None:
-        """An entity by canonical name or alias, case-insensitively."""
-        norm = name.casefold()
+        """An entity by canonical name or alias, compared by ``normalise_name`` (case, diacritics, spacing)."""
+        norm = normalise_name(name)
         rows = self._read(
             "MATCH (e:Entity) WHERE e.bank_id = $bank AND e.norm = $norm "
             "RETURN properties(e) AS e ORDER BY e.mention_count DESC LIMIT 1",
@@ -640,7 +686,7 @@ class Neo4jGraphStore:
         if rows:
             return self._entity(rows[0]["e"])
         for entity in self.list_entities(bank_id):
-            if norm in (a.casefold() for a in entity.aliases):
+            if norm in (normalise_name(a) for a in entity.aliases):
                 return entity
         return None
 
@@ -828,23 +874,29 @@ class Neo4jGraphStore:
         return Job(
             id=row["id"], bank_id=row["bank_id"], kind=row["kind"], payload=json.loads(row["payload"]),
             status=JobStatus(row["status"]), attempts=row["attempts"], error=row.get("error"),
-            created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]),
+            created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]), owner=row.get("owner"),
         )
 
-    def enqueue_job(self, job: Job) -> None:
-        """Durably queue a background job."""
-        self._write(lambda tx: tx.run(
-            "CREATE (j:Job) SET j = $props",
-            props={
-                "id": job.id, "bank_id": job.bank_id, "kind": job.kind,
-                "payload": json.dumps(job.payload, default=str), "status": job.status.value,
-                "attempts": job.attempts, "error": job.error, "created_at": _ts(job.created_at),
-                "run_after": _ts(job.run_after),
-            },
-        ).consume())
+    def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
+        """Durably queue a job; with ``document_id`` the document becomes pending on it in the same transaction."""
+        def work(tx: Any) -> None:
+            tx.run(
+                "CREATE (j:Job) SET j = $props",
+                props={
+                    "id": job.id, "bank_id": job.bank_id, "kind": job.kind,
+                    "payload": json.dumps(job.payload, default=str), "status": job.status.value,
+                    "attempts": job.attempts, "error": job.error, "created_at": _ts(job.created_at),
+                    "run_after": _ts(job.run_after), "owner": None,
+                },
+            ).consume()
+            if document_id is not None:
+                tx.run("MATCH (d:Document {key: $key}) SET d.status = 'pending', d.owner = null, d.job_id = $job",
+                       key=_doc_key(job.bank_id, document_id), job=job.id).consume()
 
-    def claim_job(self, now: datetime) -> Job | None:
-        """Atomically take the oldest runnable job and mark it running (attempts + 1).
+        self._write(work)
+
+    def claim_job(self, now: datetime, owner: str | None = None) -> Job | None:
+        """Atomically take the oldest runnable job and mark it running under ``owner`` (attempts + 1).
 
         The claim writes a token first (taking the node's write lock on Neo4j; a conflicting commit on
         ArcadeDB is retried), then re-checks the status, so two workers never claim the same job.
@@ -854,10 +906,11 @@ class Neo4jGraphStore:
         def work(tx: Any) -> dict[str, Any] | None:
             rec = tx.run(
                 "MATCH (j:Job) WHERE j.status = $queued AND j.run_after <= $now "
-                "WITH j ORDER BY j.run_after, j.created_at LIMIT 1 SET j.claim = $token "
-                "WITH j WHERE j.status = $queued SET j.status = $running, j.attempts = j.attempts + 1 "
-                "RETURN properties(j) AS j",
+                "WITH j ORDER BY j.run_after, j.created_at, j.id LIMIT 1 SET j.claim = $token "
+                "WITH j WHERE j.status = $queued SET j.status = $running, j.attempts = j.attempts + 1, "
+                "j.owner = $owner RETURN properties(j) AS j",
                 queued=JobStatus.QUEUED.value, running=JobStatus.RUNNING.value, now=_ts(now), token=token,
+                owner=owner,
             ).single()
             return rec["j"] if rec else None
 
@@ -865,7 +918,7 @@ class Neo4jGraphStore:
         return self._job(row) if row else None
 
     def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
-        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good."""
+        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released."""
         if error is None:
             status, run_after = JobStatus.DONE, None
         elif retry_at is not None:
@@ -874,19 +927,221 @@ class Neo4jGraphStore:
             status, run_after = JobStatus.FAILED, None
         self._write(lambda tx: tx.run(
             "MATCH (j:Job {id: $id}) SET j.status = $status, j.error = $error, "
-            "j.run_after = coalesce($run_after, j.run_after)",
+            "j.run_after = coalesce($run_after, j.run_after), j.owner = null",
             id=job_id, status=status.value, error=error, run_after=run_after,
         ).consume())
 
-    def requeue_running_jobs(self) -> int:
-        """Put jobs left 'running' by a dead process back in the queue (called on open)."""
-        def work(tx: Any) -> int:
-            rec = tx.run(
-                "MATCH (j:Job) WHERE j.status = $running SET j.status = $queued RETURN count(j) AS n",
-                running=JobStatus.RUNNING.value, queued=JobStatus.QUEUED.value,
-            ).single()
-            return int(rec["n"]) if rec else 0
+    # leases --------------------------------------------------------------------------------------
+    def register_owner(self, owner: Owner) -> None:
+        """Record a live process."""
+        self._write(lambda tx: tx.run(
+            "MERGE (o:Owner {id: $id}) SET o.host = $host, o.pid = $pid, o.started_at = $started, "
+            "o.heartbeat_at = $beat",
+            id=owner.id, host=owner.host, pid=owner.pid, started=_ts(owner.started_at),
+            beat=_ts(owner.heartbeat_at),
+        ).consume(), retry_duplicates=True)
+
+    def heartbeat(self, owner_id: str, at: datetime) -> bool:
+        """Renew a lease; False when the owner node is gone."""
+        rows = self._write(lambda tx: [r.data() for r in tx.run(
+            "MATCH (o:Owner {id: $id}) SET o.heartbeat_at = $at RETURN o.id AS id", id=owner_id, at=_ts(at),
+        )])
+        return bool(rows)
+
+    def remove_owner(self, owner_id: str) -> None:
+        """Forget an owner that closed cleanly: what it still held goes back to nobody (then to the next reaper)."""
+        def work(tx: Any) -> None:
+            tx.run("MATCH (j:Job) WHERE j.status = 'running' AND j.owner = $id SET j.status = 'queued', j.owner = null",
+                   id=owner_id).consume()
+            tx.run("MATCH (d:Document) WHERE d.owner = $id SET d.owner = null", id=owner_id).consume()
+            tx.run("MATCH (m:VectorMark) WHERE m.owner = $id SET m.owner = null", id=owner_id).consume()
+            tx.run("MATCH (o:Owner {id: $id}) DELETE o", id=owner_id).consume()
+
+        self._write(work)
+
+    def list_owners(self) -> list[Owner]:
+        """Every registered owner."""
+        rows = self._read("MATCH (o:Owner) RETURN properties(o) AS o ORDER BY o.started_at, o.id")
+        return [Owner(id=o["id"], host=o["host"], pid=int(o["pid"]), started_at=_dt(o["started_at"]),  # type: ignore[arg-type]
+                      heartbeat_at=_dt(o["heartbeat_at"])) for o in (r["o"] for r in rows)]  # type: ignore[arg-type]
+
+    def release_owners(self, dead: Sequence[str], reaper: str, now: datetime) -> Released:
+        """Take back what dead owners held (see ``Leases.release_owners``)."""
+        dead_ids = [d for d in dict.fromkeys(dead) if d != reaper]
+
+        def work(tx: Any) -> Released:
+            out = Released()
+            out.jobs = int(tx.run(
+                "MATCH (j:Job) WHERE j.status = 'running' AND (j.owner IS NULL OR j.owner IN $dead) "
+                "SET j.status = 'queued', j.owner = null RETURN count(j) AS n", dead=dead_ids,
+            ).single()["n"])
+            # Documents waiting for a job that is still queued or running are in hand; the rest pass to the reaper.
+            tx.run(
+                "MATCH (d:Document) WHERE d.status IN $active AND (d.owner IS NULL OR d.owner IN $dead) "
+                "MATCH (j:Job {id: d.job_id}) WHERE j.status IN ['queued', 'running'] "
+                "SET d.status = 'pending', d.owner = null", active=_ACTIVE_DOCS, dead=dead_ids,
+            ).consume()
+            out.documents = [(r["bank"], r["id"]) for r in tx.run(
+                "MATCH (d:Document) WHERE d.status IN $active AND (d.owner IS NULL OR d.owner IN $dead) "
+                "OPTIONAL MATCH (j:Job {id: d.job_id}) WITH d, j "
+                "WHERE j IS NULL OR NOT j.status IN ['queued', 'running'] "
+                "SET d.owner = $reaper RETURN d.bank_id AS bank, d.id AS id",
+                active=_ACTIVE_DOCS, dead=dead_ids, reaper=reaper,
+            )]
+            out.vector_marks = int(tx.run(
+                "MATCH (m:VectorMark) WHERE m.owner IS NULL OR m.owner IN $dead SET m.owner = $reaper "
+                "RETURN count(m) AS n", dead=dead_ids, reaper=reaper,
+            ).single()["n"])
+            out.owners = int(tx.run(
+                "MATCH (o:Owner) WHERE o.id IN $dead DELETE o RETURN count(o) AS n", dead=dead_ids,
+            ).single()["n"])
+            return out
+
         return self._write(work)
+
+    # vector marks --------------------------------------------------------------------------------
+    def mark_vectors(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> None:
+        """Record that these units' vectors are about to change."""
+        if ids:
+            self._write(lambda tx: _mark(tx, bank_id, list(ids), owner), retry_duplicates=True)
+
+    def clear_vector_marks(self, bank_id: str, ids: Sequence[str]) -> None:
+        """The index matches the graph for these ids now."""
+        if ids:
+            self._write(lambda tx: tx.run(
+                "UNWIND $keys AS k MATCH (m:VectorMark {key: k}) DELETE m",
+                keys=[_mark_key(bank_id, i) for i in dict.fromkeys(ids)],
+            ).consume())
+
+    def vector_marks(self, owner: str | None, limit: int = 10_000) -> list[tuple[str, str]]:
+        """(bank, unit id) marks held by ``owner`` (None: held by nobody)."""
+        rows = self._read(
+            "MATCH (m:VectorMark) WHERE ($owner IS NULL AND m.owner IS NULL) OR m.owner = $owner "
+            "RETURN m.bank_id AS bank, m.unit_id AS uid ORDER BY m.marked_at LIMIT $limit",
+            owner=owner, limit=int(limit),
+        )
+        return [(r["bank"], r["uid"]) for r in rows]
+
+    # integrity -----------------------------------------------------------------------------------
+    def check_bank(self, bank_id: str) -> dict[str, list[str]]:
+        """The bank's graph invariants that do not hold, by kind, with the offending ids."""
+        problems: dict[str, list[str]] = {}
+
+        def add(kind: str, ids: Iterable[Any]) -> None:
+            found = [str(i) for i in ids]
+            if found:
+                problems.setdefault(kind, []).extend(found)
+
+        add("dangling_link", (r["k"] for r in self._read(
+            "MATCH (s:Unit)-[l:LINK]->(t:Unit) WHERE l.bank_id = $bank AND (s.bank_id <> $bank OR t.bank_id <> $bank) "
+            "RETURN s.id + '->' + t.id AS k", bank=bank_id)))
+        add("dangling_mention", (r["k"] for r in self._read(
+            "MATCH (u:Unit)-[:MENTIONS]->(e:Entity) WHERE u.bank_id = $bank AND e.bank_id <> $bank "
+            "RETURN u.id + '->' + e.id AS k", bank=bank_id)))
+        counts = self._read(
+            "MATCH (e:Entity) WHERE e.bank_id = $bank OPTIONAL MATCH (e)<-[m:MENTIONS]-(:Unit) "
+            "RETURN e.id AS id, e.name AS name, e.norm AS norm, e.key AS key, e.mention_count AS kept, "
+            "count(m) AS n", bank=bank_id)
+        add("mention_count", (r["id"] for r in counts if r["kept"] != r["n"]))
+        add("orphan_entity", (r["id"] for r in counts if r["n"] == 0))
+        by_norm: dict[str, list[str]] = {}
+        for r in counts:
+            by_norm.setdefault(normalise_name(r["name"]), []).append(r["id"])
+        add("duplicate_entity", (i for ids in by_norm.values() if len(ids) > 1 for i in ids))
+        add("duplicate_entity", (r["id"] for r in counts if r["norm"] != normalise_name(r["name"])
+                                 or r["key"] != json.dumps([bank_id, normalise_name(r["name"])], ensure_ascii=False)))
+        add("dangling_opinion_event", (r["seq"] for r in self._read(
+            "MATCH (o:OpinionEvent) WHERE o.bank_id = $bank OPTIONAL MATCH (u:Unit {id: o.opinion_id}) "
+            "WITH o, u WHERE u IS NULL OR u.bank_id <> $bank RETURN o.seq AS seq", bank=bank_id)))
+        add("keyword_stats", (r["id"] for r in self._read(
+            "MATCH (u:Unit) WHERE u.bank_id = $bank AND u.kw_len IS NULL RETURN u.id AS id", bank=bank_id)))
+        return problems
+
+    def repair_bank(self, bank_id: str) -> dict[str, int]:
+        """Fix what ``check_bank`` finds; how many of each kind were repaired."""
+        found = self.check_bank(bank_id)
+        fixed: dict[str, int] = {}
+        if "dangling_link" in found:
+            fixed["dangling_link"] = int(self._write(lambda tx: tx.run(
+                "MATCH (s:Unit)-[l:LINK]->(t:Unit) WHERE l.bank_id = $bank AND (s.bank_id <> $bank OR "
+                "t.bank_id <> $bank) DELETE l RETURN count(*) AS n", bank=bank_id).single()["n"]))
+        if "dangling_mention" in found:
+            fixed["dangling_mention"] = int(self._write(lambda tx: tx.run(
+                "MATCH (u:Unit)-[m:MENTIONS]->(e:Entity) WHERE u.bank_id = $bank AND e.bank_id <> $bank DELETE m "
+                "RETURN count(*) AS n", bank=bank_id).single()["n"]))
+        if "dangling_opinion_event" in found:
+            fixed["dangling_opinion_event"] = int(self._write(lambda tx: tx.run(
+                "MATCH (o:OpinionEvent) WHERE o.bank_id = $bank OPTIONAL MATCH (u:Unit {id: o.opinion_id}) "
+                "WITH o, u WHERE u IS NULL OR u.bank_id <> $bank DELETE o RETURN count(*) AS n",
+                bank=bank_id).single()["n"]))
+        if "duplicate_entity" in found:
+            fixed["duplicate_entity"] = self._renormalise_entities(bank_id)
+        if "mention_count" in found or "orphan_entity" in found or "duplicate_entity" in found:
+            def recount(tx: Any) -> tuple[int, int]:
+                n = tx.run(
+                    "MATCH (e:Entity) WHERE e.bank_id = $bank OPTIONAL MATCH (e)<-[m:MENTIONS]-(:Unit) "
+                    "WITH e, count(m) AS n WHERE n <> e.mention_count SET e.mention_count = n RETURN count(e) AS c",
+                    bank=bank_id).single()["c"]
+                o = tx.run("MATCH (e:Entity) WHERE e.bank_id = $bank AND NOT (e)<-[:MENTIONS]-() DETACH DELETE e "
+                           "RETURN count(*) AS c", bank=bank_id).single()["c"]
+                return int(n), int(o)
+
+            fixed["mention_count"], fixed["orphan_entity"] = self._write(recount)
+        if "keyword_stats" in found:
+            before = len(found["keyword_stats"])
+            while True:
+                todo = self._read(
+                    "MATCH (u:Unit) WHERE u.bank_id = $bank AND u.kw_len IS NULL "
+                    "RETURN u.id AS id, u.text AS text, u.context AS context LIMIT 500", bank=bank_id)
+                if not todo:
+                    break
+                props = keyword_tokens([(r["text"] or "", r["context"] or "") for r in todo])
+                rows_ = [{"id": r["id"], "props": p} for r, p in zip(todo, props, strict=True)]
+                self._write(lambda tx, rows_=rows_: tx.run(
+                    "UNWIND $rows AS r MATCH (u:Unit {id: r.id}) SET u += r.props", rows=rows_).consume())
+            fixed["keyword_stats"] = before
+            self._stale(bank_id)
+        return {k: v for k, v in fixed.items() if v}
+
+    def _renormalise_entities(self, bank_id: str | None) -> int:
+        """Recompute entity keys with ``normalise_name`` and merge entities that share one (the most mentioned,
+        then earliest seen, then smallest id survives; the others' mentions move to it and their aliases join
+        its own); returns how many entities were merged away."""
+        rows = self._read(
+            "MATCH (e:Entity) WHERE $bank IS NULL OR e.bank_id = $bank OPTIONAL MATCH (e)<-[m:MENTIONS]-(:Unit) "
+            "RETURN e.id AS id, e.bank_id AS bank, e.name AS name, e.key AS key, e.first_seen AS first, "
+            "count(m) AS n", bank=bank_id,
+        )
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in rows:
+            groups.setdefault((r["bank"], normalise_name(r["name"])), []).append(r)
+        merged = 0
+        for (bank, norm), members in groups.items():
+            members.sort(key=lambda r: (-r["n"], r["first"] if r["first"] is not None else math.inf, r["id"]))
+            keep, losers = members[0], members[1:]
+            new_key = json.dumps([bank, norm], ensure_ascii=False)
+            if not losers and keep["key"] == new_key:
+                continue
+
+            def work(tx: Any, keep: dict[str, Any] = keep, losers: list[dict[str, Any]] = losers,
+                     norm: str = norm, new_key: str = new_key) -> None:
+                for loser in losers:
+                    tx.run(
+                        "MATCH (l:Entity {id: $loser}), (k:Entity {id: $keep}) "
+                        "OPTIONAL MATCH (u:Unit)-[:MENTIONS]->(l) WITH l, k, collect(u) AS units "
+                        "FOREACH (u IN units | MERGE (u)-[:MENTIONS]->(k)) "
+                        f"WITH l, k SET {_LOSER_MERGE} DETACH DELETE l",
+                        loser=loser["id"], keep=keep["id"],
+                    ).consume()
+                tx.run(
+                    "MATCH (e:Entity {id: $id}) SET e.norm = $norm, e.key = $key WITH e "
+                    "OPTIONAL MATCH (e)<-[m:MENTIONS]-(:Unit) WITH e, count(m) AS n SET e.mention_count = n",
+                    id=keep["id"], norm=norm, key=new_key,
+                ).consume()
+
+            self._write(work)
+            merged += len(losers)
+        return merged
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:
         """Jobs, newest first."""
@@ -926,7 +1181,7 @@ class Neo4jGraphStore:
 
     def clear_all(self) -> None:
         """Delete every node this store wrote (tests and benchmarks reset a shared server with it)."""
-        for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank"):
+        for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank", "Owner", "VectorMark"):
             self._write(lambda tx, label=label: tx.run(f"MATCH (n:{label}) DETACH DELETE n").consume())
         self._term_stats.invalidate()
 
@@ -949,7 +1204,7 @@ def _doc_key(bank_id: str, document_id: str) -> str:
 
 
 def _entity_props(bank_id: str, e: Entity) -> dict[str, Any]:
-    norm = e.name.casefold()
+    norm = normalise_name(e.name)
     return {
         "id": e.id, "key": json.dumps([bank_id, norm], ensure_ascii=False), "bank_id": bank_id, "name": e.name,
         "norm": norm, "type": e.type.value, "aliases": list(e.aliases), "mention_count": e.mention_count,
@@ -957,8 +1212,9 @@ def _entity_props(bank_id: str, e: Entity) -> dict[str, Any]:
     }
 
 
-# Folding a resolver's view of an entity ``r`` into the stored node ``e``: aliases are unioned, the time span
-# widened and a specific type replaces OTHER, so concurrent writers add to each other instead of overwriting.
+# Folding a resolver's view of an entity ``r`` into the stored node ``e`` (same key, so ``r.name`` is a spelling of
+# ``e.name`` and is not added): aliases are unioned, the time span widened and a specific type replaces OTHER,
+# so concurrent writers add to each other instead of overwriting.
 _ENTITY_MERGE = (
     "e.aliases = coalesce(e.aliases, []) + [a IN r.aliases WHERE NOT a IN coalesce(e.aliases, [])], "
     "e.type = CASE WHEN r.type <> 'OTHER' THEN r.type ELSE e.type END, "
@@ -967,6 +1223,71 @@ _ENTITY_MERGE = (
     "e.last_seen = CASE WHEN e.last_seen IS NULL OR (r.last_seen IS NOT NULL AND r.last_seen > e.last_seen) "
     "THEN r.last_seen ELSE e.last_seen END"
 )
+
+
+def _mark_key(bank_id: str, unit_id: str) -> str:
+    return json.dumps([bank_id, unit_id], ensure_ascii=False)
+
+
+def _mark(tx: Any, bank_id: str, unit_ids: Sequence[str], owner: str | None) -> None:
+    """Mark vectors inside a transaction (MERGE: a unit marked twice keeps one mark, the latest owner)."""
+    if unit_ids:
+        tx.run(
+            "UNWIND $rows AS r MERGE (m:VectorMark {key: r.key}) "
+            "SET m.bank_id = $bank, m.unit_id = r.uid, m.owner = $owner, m.marked_at = $now",
+            rows=[{"key": _mark_key(bank_id, u), "uid": u} for u in dict.fromkeys(unit_ids)], bank=bank_id,
+            owner=owner, now=time.time(),
+        ).consume()
+
+
+def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -> int:
+    """Delete units (with history), recount and prune their entities, mark their vectors; returns how many."""
+    ents = [r["id"] for r in tx.run(
+        "UNWIND $ids AS id MATCH (u:Unit {id: id})-[:MENTIONS]->(e:Entity) WHERE u.bank_id = $bank "
+        "RETURN DISTINCT e.id AS id", ids=ids, bank=bank_id,
+    )]
+    tx.run(
+        "MATCH (o:OpinionEvent) WHERE o.bank_id = $bank AND o.opinion_id IN $ids DELETE o", ids=ids, bank=bank_id,
+    ).consume()
+    gone = [r["id"] for r in tx.run(
+        "UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank DETACH DELETE u RETURN id",
+        ids=ids, bank=bank_id,
+    )]
+    _mark(tx, bank_id, gone, owner)
+    if ents:
+        tx.run(
+            "UNWIND $ids AS id MATCH (e:Entity {id: id}) OPTIONAL MATCH (e)<-[m:MENTIONS]-() "
+            "WITH e, count(m) AS n SET e.mention_count = n",
+            ids=ents,
+        ).consume()
+        tx.run("UNWIND $ids AS id MATCH (e:Entity {id: id}) WHERE e.mention_count = 0 DETACH DELETE e",
+               ids=ents).consume()
+    return len(gone)
+
+
+def _set_text(tx: Any, bank_id: str, unit_id: str, text: str, owner: str | None) -> bool:
+    """Rewrite a unit's text and keyword tokens and mark its vector; False when there is no such unit."""
+    row = tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.context AS context",
+                 id=unit_id, bank=bank_id).single()
+    if row is None:
+        return False
+    keywords = keyword_tokens([(text, row["context"] or "")])[0]
+    tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.text = $text, u += $keywords",
+           id=unit_id, bank=bank_id, text=text, keywords=keywords).consume()
+    _mark(tx, bank_id, [unit_id], owner)
+    return True
+
+
+def _event_props(bank_id: str, event: OpinionEvent, offset: int) -> dict[str, Any]:
+    return {
+        "bank_id": bank_id, "opinion_id": event.opinion_id, "seq": time.time_ns() + offset, "at": _ts(event.at),
+        "label": event.label, "old_confidence": event.old_confidence, "new_confidence": event.new_confidence,
+        "evidence": json.dumps(event.evidence), "old_text": event.old_text, "new_text": event.new_text,
+        "rationale": event.rationale,
+    }
+
+# The same fold for a duplicate ``l`` merged into the surviving entity ``k`` (repair and upgrade).
+_LOSER_MERGE = _ENTITY_MERGE.replace("e.", "k.").replace("r.", "l.")
 
 
 def _default_arcadedb_http(uri: str) -> str:

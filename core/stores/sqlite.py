@@ -1,7 +1,10 @@
 """SQLite graph store: the embedded source of truth (WAL, FTS5 ``bm25()`` keyword search).
 
 One file holds every bank. Each thread gets its own connection (SQLite connections are not shareable
-across threads); writes run in ``BEGIN IMMEDIATE`` transactions so a retain commits all or nothing.
+across threads); writes run in ``BEGIN IMMEDIATE`` transactions so a retain commits all or nothing, and
+several processes may share the file (SQLite serialises their writers). Entities are unique per (bank,
+normalised name); leases (``owners``), vector marks and applied opinion evidence make crashes and retries
+safe (see ``base.Leases``, ``base.VectorMarks``, ``apply_opinion_update``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..models import (
     BankProfile,
     Disposition,
     Document,
+    DocumentKind,
     DocumentStatus,
     Entity,
     EntityType,
@@ -34,7 +38,8 @@ from ..models import (
     TimeRange,
     as_utc,
 )
-from .base import Edge, UnitBatch
+from ..names import normalise_name
+from .base import Edge, OpinionUpdate, Owner, Released, UnitBatch, translate_errors
 from .fts5_bm25 import (
     TOKENIZER,
     BankTermStats,
@@ -56,8 +61,10 @@ CREATE TABLE IF NOT EXISTS documents (
     bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE, id TEXT NOT NULL,
     content TEXT NOT NULL, context TEXT, timestamp REAL, status TEXT NOT NULL, error TEXT,
     metadata TEXT NOT NULL DEFAULT '{}', created_at REAL NOT NULL, updated_at REAL NOT NULL,
+    kind TEXT, options TEXT NOT NULL DEFAULT '{}', owner TEXT, job_id TEXT,
     PRIMARY KEY (bank_id, id)
 );
+CREATE INDEX IF NOT EXISTS documents_status ON documents (status);
 CREATE TABLE IF NOT EXISTS units (
     seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
     bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE,
@@ -90,7 +97,7 @@ CREATE TABLE IF NOT EXISTS entities (
     name TEXT NOT NULL, norm TEXT NOT NULL, type TEXT NOT NULL, aliases TEXT NOT NULL,
     mention_count INTEGER NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL
 );
-CREATE INDEX IF NOT EXISTS entities_bank_norm ON entities (bank_id, norm);
+CREATE UNIQUE INDEX IF NOT EXISTS entities_bank_norm_unique ON entities (bank_id, norm);
 CREATE TABLE IF NOT EXISTS mentions (
     unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
     entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
@@ -111,15 +118,28 @@ CREATE TABLE IF NOT EXISTS opinion_events (
     evidence TEXT NOT NULL, old_text TEXT, new_text TEXT, rationale TEXT
 );
 CREATE INDEX IF NOT EXISTS opinion_events_opinion ON opinion_events (opinion_id, seq);
+CREATE TABLE IF NOT EXISTS opinion_evidence (
+    opinion_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE, evidence_id TEXT NOT NULL,
+    PRIMARY KEY (opinion_id, evidence_id)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, bank_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
     status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT,
-    created_at REAL NOT NULL, run_after REAL NOT NULL
+    created_at REAL NOT NULL, run_after REAL NOT NULL, owner TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
+CREATE TABLE IF NOT EXISTS owners (
+    id TEXT PRIMARY KEY, host TEXT NOT NULL, pid INTEGER NOT NULL, started_at REAL NOT NULL,
+    heartbeat_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vector_marks (
+    bank_id TEXT NOT NULL, unit_id TEXT NOT NULL, owner TEXT, marked_at REAL NOT NULL,
+    PRIMARY KEY (bank_id, unit_id)
+) WITHOUT ROWID;
 """
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
+_ACTIVE_DOCS = (DocumentStatus.PENDING.value, DocumentStatus.EXTRACTING.value)
 
 
 
@@ -143,19 +163,90 @@ def fts_query(text: str) -> str | None:
 
 
 def _migrate(con: sqlite3.Connection) -> None:
-    """Bring a file written by an older version up to date.
+    """Bring a file written by an older version up to date (before the schema script runs).
 
     v1 -> v2: document metadata and updated_at. v2 -> v3: keyword tokens on units (filled by ``_backfill``).
+    v3 -> v4: document kind, retain options, owner and job; job owner; entity names normalised with
+    ``normalise_name`` and duplicates merged, so that (bank, norm) can become unique.
     """
     cols = {r[1] for r in con.execute("PRAGMA table_info(documents)")}
     if cols and "metadata" not in cols:
         con.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
         con.execute("ALTER TABLE documents ADD COLUMN updated_at REAL NOT NULL DEFAULT 0")
         con.execute("UPDATE documents SET updated_at = created_at")
+    if cols and "kind" not in cols:
+        for col in ("kind TEXT", "options TEXT NOT NULL DEFAULT '{}'", "owner TEXT", "job_id TEXT"):
+            con.execute(f"ALTER TABLE documents ADD COLUMN {col}")
+    job_cols = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
+    if job_cols and "owner" not in job_cols:
+        con.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
     unit_cols = {r[1] for r in con.execute("PRAGMA table_info(units)")}
     if unit_cols and "kw_len" not in unit_cols:
         for col in ("kw_text TEXT", "kw_context TEXT", "kw_len INTEGER"):
             con.execute(f"ALTER TABLE units ADD COLUMN {col}")
+    if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'entities'").fetchone():
+        con.execute("DROP INDEX IF EXISTS entities_bank_norm")
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            _renormalise_entities(con)
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+
+def _renormalise_entities(con: sqlite3.Connection, bank_id: str | None = None) -> int:
+    """Recompute every entity's ``norm`` and merge entities that share one; returns how many were merged.
+
+    The entity with the most mentions survives (then the earliest seen, then the smallest id); the others'
+    mentions move to it, their names and aliases become its aliases, and counts are recounted.
+    """
+    where, args = ("WHERE bank_id = ?", [bank_id]) if bank_id is not None else ("", [])
+    rows = con.execute(f"SELECT id, bank_id, name, norm FROM entities {where}", args).fetchall()
+    fixes = [(normalise_name(r[2]), r[0]) for r in rows if normalise_name(r[2]) != r[3]]
+    groups: dict[tuple[str, str], list[str]] = {}
+    for r in rows:
+        groups.setdefault((r[1], normalise_name(r[2])), []).append(r[0])
+    merged = 0
+    for ids in groups.values():
+        if len(ids) > 1:
+            merged += _merge_entities(con, ids)
+    # Norms are written after the merge: the losers are gone, so the unique index cannot be violated.
+    con.executemany("UPDATE entities SET norm = ? WHERE id = ?", fixes)
+    return merged
+
+
+def _merge_entities(con: sqlite3.Connection, ids: Sequence[str]) -> int:
+    """Fold entities ``ids`` (one bank, one normalised name) into the best one; returns how many were removed."""
+    marks = ",".join("?" * len(ids))
+    rows = con.execute(
+        f"SELECT e.*, (SELECT count(*) FROM mentions m WHERE m.entity_id = e.id) AS n FROM entities e "
+        f"WHERE e.id IN ({marks}) ORDER BY n DESC, coalesce(e.first_seen, 1e300), e.id",
+        list(ids),
+    ).fetchall()
+    if len(rows) < 2:
+        return 0
+    keep, losers = rows[0], rows[1:]
+    aliases = list(json.loads(keep["aliases"]))
+    etype = keep["type"]
+    first, last = keep["first_seen"], keep["last_seen"]
+    for r in losers:
+        for name in json.loads(r["aliases"]):  # their names are spellings of the same key
+            if name != keep["name"] and name not in aliases:
+                aliases.append(name)
+        if etype == EntityType.OTHER.value and r["type"] != EntityType.OTHER.value:
+            etype = r["type"]
+        first = min((x for x in (first, r["first_seen"]) if x is not None), default=None)
+        last = max((x for x in (last, r["last_seen"]) if x is not None), default=None)
+        con.execute("INSERT OR IGNORE INTO mentions (unit_id, entity_id) SELECT unit_id, ? FROM mentions "
+                    "WHERE entity_id = ?", (keep["id"], r["id"]))
+        con.execute("DELETE FROM entities WHERE id = ?", (r["id"],))
+    con.execute(
+        "UPDATE entities SET aliases = ?, type = ?, first_seen = ?, last_seen = ?, "
+        "mention_count = (SELECT count(*) FROM mentions WHERE entity_id = ?) WHERE id = ?",
+        (json.dumps(aliases), etype, first, last, keep["id"], keep["id"]),
+    )
+    return len(losers)
 
 
 def _stored_version(con: sqlite3.Connection) -> str | None:
@@ -219,6 +310,83 @@ def _adjust_keyword_stats(
     )
 
 
+def _now() -> float:
+    return datetime.now(UTC).timestamp()
+
+
+def _upsert_entity(con: sqlite3.Connection, bank_id: str, entity: Entity) -> tuple[str, str]:
+    """Write the resolver's view of an entity inside the retain's transaction; returns (stored id, name).
+
+    The entity is found by its id, else by (bank, normalised name); a concurrent writer's entity of the same
+    name is reused rather than duplicated. Aliases are unioned, the time span widened and a specific type
+    replaces OTHER; the mention count is not taken from the caller (``_recount`` does it).
+    """
+    norm = normalise_name(entity.name)
+    row = con.execute("SELECT * FROM entities WHERE id = ? AND bank_id = ?", (entity.id, bank_id)).fetchone()
+    if row is None:
+        row = con.execute("SELECT * FROM entities WHERE bank_id = ? AND norm = ?", (bank_id, norm)).fetchone()
+    if row is None:
+        aliases = [a for a in dict.fromkeys(entity.aliases) if a != entity.name]
+        con.execute(
+            "INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count, first_seen, last_seen) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)",
+            (entity.id, bank_id, entity.name, norm, entity.type.value, json.dumps(aliases), _ts(entity.first_seen),
+             _ts(entity.last_seen)),
+        )
+        return entity.id, entity.name
+    # The name itself is not added: found by id it is the same name, found by key a spelling of the same key.
+    aliases = list(json.loads(row["aliases"]))
+    for name in entity.aliases:
+        if name != row["name"] and name not in aliases:
+            aliases.append(name)
+    etype = entity.type.value if entity.type != EntityType.OTHER else row["type"]
+    first = min((x for x in (row["first_seen"], _ts(entity.first_seen)) if x is not None), default=None)
+    last = max((x for x in (row["last_seen"], _ts(entity.last_seen)) if x is not None), default=None)
+    con.execute("UPDATE entities SET aliases = ?, type = ?, first_seen = ?, last_seen = ? WHERE id = ?",
+                (json.dumps(aliases), etype, first, last, row["id"]))
+    return row["id"], row["name"]
+
+
+def _recount(con: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
+    """Set mention counts from the mentions table."""
+    con.executemany(
+        "UPDATE entities SET mention_count = (SELECT count(*) FROM mentions WHERE entity_id = ?) WHERE id = ?",
+        [(e, e) for e in dict.fromkeys(entity_ids)],
+    )
+
+
+def _insert_event(con: sqlite3.Connection, bank_id: str, event: OpinionEvent) -> None:
+    """Append an opinion event, unless the opinion is not a unit of the bank (the Bolt store's MATCH skips too)."""
+    con.execute(
+        "INSERT INTO opinion_events (bank_id, opinion_id, at, label, old_confidence, new_confidence, "
+        "evidence, old_text, new_text, rationale) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+        "WHERE EXISTS (SELECT 1 FROM units WHERE id = ? AND bank_id = ?)",
+        (bank_id, event.opinion_id, _ts(event.at), event.label, event.old_confidence, event.new_confidence,
+         json.dumps(event.evidence), event.old_text, event.new_text, event.rationale, event.opinion_id, bank_id),
+    )
+
+
+def _set_text(con: sqlite3.Connection, bank_id: str, unit_id: str, text: str, owner: str | None) -> bool:
+    """Rewrite a unit's text with its keyword tokens and statistics, and mark its vector; False if absent."""
+    row = con.execute(
+        "SELECT context, kw_text, kw_context, kw_len FROM units WHERE bank_id = ? AND id = ?", (bank_id, unit_id)
+    ).fetchone()
+    if row is None:
+        return False
+    kw = keyword_columns([(text, row[0])])[0]
+    _adjust_keyword_stats(con, bank_id, [row[1:]], -1)
+    _adjust_keyword_stats(con, bank_id, [kw], +1)
+    con.execute("UPDATE units SET text = ?, kw_text = ?, kw_context = ?, kw_len = ? WHERE bank_id = ? AND id = ?",
+                (text, *kw, bank_id, unit_id))
+    con.execute(
+        "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
+        (bank_id, unit_id, owner, _now()),
+    )
+    return True
+
+
+@translate_errors((sqlite3.Error,), lambda self: f"SQLite graph store at {self.path}")
 class SQLiteGraphStore:
     """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
 
@@ -240,7 +408,8 @@ class SQLiteGraphStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         con = self._con()
         stored = _stored_version(con)
-        _migrate(con)
+        if stored != SCHEMA_VERSION:
+            _migrate(con)
         con.executescript(_SCHEMA)
         if stored != SCHEMA_VERSION:  # a file from before v3 (or a new one): skips the scans on every open
             _backfill(con)
@@ -334,9 +503,12 @@ class SQLiteGraphStore:
         rows = self._con().execute("SELECT * FROM banks ORDER BY created_at, id").fetchall()
         return [self._bank(r) for r in rows]
 
-    def delete_bank(self, bank_id: str) -> None:
-        """Delete a bank and everything in it."""
+    def delete_bank(self, bank_id: str, owner: str | None = None) -> None:
+        """Delete a bank and everything in it; its vector collection is marked for dropping (unit id "")."""
         with self._tx() as con:
+            con.execute("DELETE FROM vector_marks WHERE bank_id = ?", (bank_id,))
+            con.execute("INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, '', ?, ?)",
+                        (bank_id, owner, _now()))
             con.execute("DELETE FROM jobs WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM opinion_events WHERE bank_id = ?", (bank_id,))
             con.execute("DELETE FROM units WHERE bank_id = ?", (bank_id,))
@@ -353,21 +525,26 @@ class SQLiteGraphStore:
             id=row["id"], bank_id=row["bank_id"], content=row["content"], context=row["context"],
             timestamp=_dt(row["timestamp"]), status=DocumentStatus(row["status"]), error=row["error"],
             metadata=json.loads(row["metadata"]), created_at=_dt(row["created_at"]), updated_at=_dt(row["updated_at"]),
+            kind=DocumentKind(row["kind"]) if row["kind"] else None, options=json.loads(row["options"] or "{}"),
+            owner=row["owner"], job_id=row["job_id"],
         )
 
     def put_document(self, document: Document) -> None:
         """Store (or replace) a raw document; committed before extraction starts."""
         with self._tx() as con:
             con.execute(
-                "INSERT INTO documents "
-                "(bank_id, id, content, context, timestamp, status, error, metadata, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bank_id, id) DO UPDATE SET "
+                "INSERT INTO documents (bank_id, id, content, context, timestamp, status, error, metadata, "
+                "created_at, updated_at, kind, options, owner, job_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bank_id, id) DO UPDATE SET "
                 "content = excluded.content, context = excluded.context, timestamp = excluded.timestamp, "
                 "status = excluded.status, error = excluded.error, metadata = excluded.metadata, "
-                "updated_at = excluded.updated_at",
+                "updated_at = excluded.updated_at, kind = excluded.kind, options = excluded.options, "
+                "owner = excluded.owner, job_id = excluded.job_id",
                 (document.bank_id, document.id, document.content, document.context, _ts(document.timestamp),
                  document.status.value, document.error, json.dumps(document.metadata, default=str),
-                 _ts(document.created_at), _ts(document.updated_at)),
+                 _ts(document.created_at), _ts(document.updated_at),
+                 document.kind.value if document.kind else None, json.dumps(document.options, default=str),
+                 document.owner, document.job_id),
             )
 
     def get_document(self, bank_id: str, document_id: str) -> Document | None:
@@ -380,11 +557,12 @@ class SQLiteGraphStore:
     def set_document_status(
         self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
     ) -> None:
-        """Mark a document extracted or failed."""
+        """Mark a document extracted or failed (the owner is released once it is done or failed)."""
         with self._tx() as con:
             con.execute(
-                "UPDATE documents SET status = ?, error = ? WHERE bank_id = ? AND id = ?",
-                (status.value, error, bank_id, document_id),
+                "UPDATE documents SET status = ?, error = ?, "
+                "owner = CASE WHEN ? IN ('pending', 'extracting') THEN owner END WHERE bank_id = ? AND id = ?",
+                (status.value, error, status.value, bank_id, document_id),
             )
 
     def list_documents(
@@ -409,30 +587,19 @@ class SQLiteGraphStore:
             con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
 
     # units ---------------------------------------------------------------------------------------
-    def add_units(self, bank_id: str, batch: UnitBatch) -> None:
-        """Commit units, entities, mentions and links of one retain atomically."""
+    def add_units(self, bank_id: str, batch: UnitBatch, owner: str | None = None) -> dict[str, str]:
+        """Commit one retain atomically (see ``GraphStore.add_units``); returns entity id -> stored name."""
         # Tokenised before the transaction: the write lock is held no longer than the writes.
         keywords = keyword_columns([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
+        new_ids = [u.id for u in batch.units]
         with self._tx() as con:
+            if batch.replaces:
+                self._delete_units(con, bank_id, batch.replaces, owner)
+            remap: dict[str, str] = {}
+            names: dict[str, str] = {}
+            for entity in [*batch.new_entities, *batch.updated_entities]:
+                remap[entity.id], names[entity.id] = _upsert_entity(con, bank_id, entity)
             _adjust_keyword_stats(con, bank_id, keywords, +1)
-            con.executemany(
-                "INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count, first_seen, "
-                "last_seen) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (e.id, bank_id, e.name, e.name.casefold(), e.type.value, json.dumps(e.aliases),
-                     e.mention_count, _ts(e.first_seen), _ts(e.last_seen))
-                    for e in batch.new_entities
-                ],
-            )
-            con.executemany(
-                "UPDATE entities SET aliases = ?, mention_count = ?, first_seen = ?, last_seen = ?, type = ? "
-                "WHERE id = ? AND bank_id = ?",
-                [
-                    (json.dumps(e.aliases), e.mention_count, _ts(e.first_seen), _ts(e.last_seen), e.type.value,
-                     e.id, bank_id)
-                    for e in batch.updated_entities
-                ],
-            )
             con.executemany(
                 "INSERT INTO units (id, bank_id, text, network, occurred_start, occurred_end, mentioned_at, "
                 "confidence, sources, document_id, position, metadata, created_at, context, kw_text, kw_context, "
@@ -447,13 +614,26 @@ class SQLiteGraphStore:
             )
             con.executemany(
                 "INSERT OR IGNORE INTO mentions (unit_id, entity_id) VALUES (?, ?)",
-                [(m.unit_id, m.entity_id) for m in batch.mentions],
+                [(m.unit_id, remap.get(m.entity_id, m.entity_id)) for m in batch.mentions],
             )
+            # Counted from the mentions inside the transaction: a concurrent writer's mentions count too.
+            _recount(con, set(remap.values()))
+            # A link whose other end is gone (forgotten meanwhile, or an orphan vector's id) is not stored;
+            # the Bolt store does the same.
             con.executemany(
-                "INSERT INTO links (bank_id, source_id, target_id, type, weight) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO links (bank_id, source_id, target_id, type, weight) SELECT ?, ?, ?, ?, ? "
+                "WHERE EXISTS (SELECT 1 FROM units WHERE id = ? AND bank_id = ?) "
+                "AND EXISTS (SELECT 1 FROM units WHERE id = ? AND bank_id = ?) "
                 "ON CONFLICT (source_id, target_id, type) DO UPDATE SET weight = max(weight, excluded.weight)",
-                [(bank_id, link.source_id, link.target_id, link.type.value, link.weight) for link in batch.links],
+                [(bank_id, link.source_id, link.target_id, link.type.value, link.weight, link.source_id, bank_id,
+                  link.target_id, bank_id) for link in batch.links],
             )
+            for event in batch.opinion_events:
+                _insert_event(con, bank_id, event)
+            for chunk in _chunks(new_ids, 500):
+                con.execute(f"DELETE FROM vector_marks WHERE bank_id = ? AND unit_id IN ({','.join('?' * len(chunk))})",
+                            [bank_id, *chunk])
+        return names
 
     def _memories(self, rows: list[sqlite3.Row]) -> list[Memory]:
         if not rows:
@@ -498,6 +678,15 @@ class SQLiteGraphStore:
         """Every unit id of the bank."""
         return {r[0] for r in self._con().execute("SELECT id FROM units WHERE bank_id = ?", (bank_id,))}
 
+    def units_exist(self, bank_id: str, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are units of the bank."""
+        found: set[str] = set()
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            found.update(r[0] for r in self._con().execute(
+                f"SELECT id FROM units WHERE +bank_id = ? AND id IN ({','.join('?' * len(chunk))})", [bank_id, *chunk]
+            ))
+        return found
+
     def units_of_document(self, bank_id: str, document_id: str) -> list[str]:
         """Ids of the units extracted from a document, in document order."""
         rows = self._con().execute(
@@ -515,57 +704,98 @@ class SQLiteGraphStore:
         )
         return [r[0] for r in rows]
 
-    def delete_units(self, bank_id: str, ids: Sequence[str]) -> int:
-        """Delete units with their links and mentions; entity counts follow. Returns how many existed."""
-        deleted = 0
+    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> int:
+        """Delete units with their links, mentions and history; entity counts follow; their vectors are marked
+        for removal under ``owner`` in the same transaction. Returns how many existed."""
         with self._tx() as con:
-            for chunk in _chunks(list(ids), 500):
-                marks = ",".join("?" * len(chunk))
-                ents = [
-                    r[0]
-                    for r in con.execute(
-                        f"SELECT DISTINCT m.entity_id FROM mentions m JOIN units u ON u.id = m.unit_id "
-                        f"WHERE +u.bank_id = ? AND m.unit_id IN ({marks})",
-                        [bank_id, *chunk],
-                    )
-                ]
-                gone = con.execute(
-                    f"SELECT kw_text, kw_context, kw_len FROM units WHERE +bank_id = ? AND id IN ({marks})",
+            return self._delete_units(con, bank_id, ids, owner)
+
+    @staticmethod
+    def _delete_units(con: sqlite3.Connection, bank_id: str, ids: Sequence[str], owner: str | None) -> int:
+        deleted = 0
+        now = _now()
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            marks = ",".join("?" * len(chunk))
+            ents = [
+                r[0]
+                for r in con.execute(
+                    f"SELECT DISTINCT m.entity_id FROM mentions m JOIN units u ON u.id = m.unit_id "
+                    f"WHERE +u.bank_id = ? AND m.unit_id IN ({marks})",
                     [bank_id, *chunk],
-                ).fetchall()
-                _adjust_keyword_stats(con, bank_id, gone, -1)
-                cur = con.execute(f"DELETE FROM units WHERE +bank_id = ? AND id IN ({marks})", [bank_id, *chunk])
-                deleted += cur.rowcount
-                for eid in ents:
-                    con.execute(
-                        "UPDATE entities SET mention_count = "
-                        "(SELECT count(*) FROM mentions WHERE entity_id = ?) WHERE id = ?",
-                        (eid, eid),
-                    )
-                con.execute("DELETE FROM entities WHERE bank_id = ? AND mention_count = 0", (bank_id,))
+                )
+            ]
+            gone = con.execute(
+                f"SELECT id, kw_text, kw_context, kw_len FROM units WHERE +bank_id = ? AND id IN ({marks})",
+                [bank_id, *chunk],
+            ).fetchall()
+            _adjust_keyword_stats(con, bank_id, [r[1:] for r in gone], -1)
+            cur = con.execute(f"DELETE FROM units WHERE +bank_id = ? AND id IN ({marks})", [bank_id, *chunk])
+            deleted += cur.rowcount
+            con.executemany(
+                "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
+                [(bank_id, r[0], owner, now) for r in gone],
+            )
+            _recount(con, ents)
+            if ents:
+                con.execute(f"DELETE FROM entities WHERE id IN ({','.join('?' * len(ents))}) AND mention_count = 0",
+                            ents)
         return deleted
 
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:
-        """Change a unit's text and/or confidence in place (opinions evolve; FTS follows by trigger)."""
+        """Change a unit's text and/or confidence in place (opinions evolve; FTS follows by trigger). A new
+        text marks the unit's vector (owner None) in the same transaction: it must be embedded again."""
         with self._tx() as con:
-            if text is not None:
-                row = con.execute(
-                    "SELECT context, kw_text, kw_context, kw_len FROM units WHERE bank_id = ? AND id = ?",
-                    (bank_id, unit_id),
-                ).fetchone()
-                if row is None:
-                    return
-                kw = keyword_columns([(text, row[0])])[0]
-                _adjust_keyword_stats(con, bank_id, [row[1:]], -1)
-                _adjust_keyword_stats(con, bank_id, [kw], +1)
-                con.execute("UPDATE units SET text = ?, kw_text = ?, kw_context = ?, kw_len = ? "
-                            "WHERE bank_id = ? AND id = ?", (text, *kw, bank_id, unit_id))
+            if text is not None and not _set_text(con, bank_id, unit_id, text, None):
+                return
             if confidence is not None:
                 con.execute(
                     "UPDATE units SET confidence = ? WHERE bank_id = ? AND id = ?", (confidence, bank_id, unit_id)
                 )
+
+    def apply_opinion_update(
+        self, bank_id: str, update: OpinionUpdate, owner: str | None = None
+    ) -> OpinionEvent | None:
+        """Move an opinion once per (opinion, evidence): see ``GraphStore.apply_opinion_update``."""
+        with self._tx() as con:
+            row = con.execute(
+                "SELECT confidence, text FROM units WHERE bank_id = ? AND id = ?", (bank_id, update.opinion_id)
+            ).fetchone()
+            if row is None:
+                return None
+            wanted = list(dict.fromkeys(update.evidence))
+            applied = {r[0] for r in con.execute(
+                f"SELECT evidence_id FROM opinion_evidence WHERE opinion_id = ? "
+                f"AND evidence_id IN ({','.join('?' * len(wanted))})", [update.opinion_id, *wanted],
+            )} if wanted else set()
+            fresh = [e for e in wanted if e not in applied]
+            if not fresh:
+                return None
+            old = float(row[0]) if row[0] is not None else 0.5
+            new = min(1.0, max(0.0, old + float(update.delta)))
+            new_text = update.new_text if update.new_text and update.new_text != row[1] else None
+            if new_text is not None:
+                _set_text(con, bank_id, update.opinion_id, new_text, owner)
+            con.execute("UPDATE units SET confidence = ? WHERE bank_id = ? AND id = ?",
+                        (new, bank_id, update.opinion_id))
+            event = OpinionEvent(
+                opinion_id=update.opinion_id, at=update.at or datetime.now(UTC), label=update.label,
+                old_confidence=old, new_confidence=new, evidence=fresh, old_text=row[1] if new_text else None,
+                new_text=new_text, rationale=update.rationale,
+            )
+            _insert_event(con, bank_id, event)
+            con.executemany("INSERT INTO opinion_evidence (opinion_id, evidence_id) VALUES (?, ?)",
+                            [(update.opinion_id, e) for e in fresh])
+            return event
+
+    def applied_evidence(self, bank_id: str, opinion_id: str) -> set[str]:
+        """Ids of the evidence already applied to an opinion of this bank."""
+        return {r[0] for r in self._con().execute(
+            "SELECT e.evidence_id FROM opinion_evidence e JOIN units u ON u.id = e.opinion_id "
+            "WHERE e.opinion_id = ? AND u.bank_id = ?", (opinion_id, bank_id),
+        )}
 
     def units_in_network(
         self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
@@ -589,14 +819,9 @@ class SQLiteGraphStore:
         return [r[0] for r in rows]
 
     def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
-        """Append a step to an opinion's history."""
+        """Append a step to an opinion's history (ignored when the opinion is not a unit of this bank)."""
         with self._tx() as con:
-            con.execute(
-                "INSERT INTO opinion_events (bank_id, opinion_id, at, label, old_confidence, new_confidence, "
-                "evidence, old_text, new_text, rationale) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (bank_id, event.opinion_id, _ts(event.at), event.label, event.old_confidence, event.new_confidence,
-                 json.dumps(event.evidence), event.old_text, event.new_text, event.rationale),
-            )
+            _insert_event(con, bank_id, event)
 
     def opinion_history(self, bank_id: str, opinion_id: str) -> list[OpinionEvent]:
         """Every step of an opinion's history, oldest first."""
@@ -653,8 +878,8 @@ class SQLiteGraphStore:
         return [self._entity(r) for r in rows]
 
     def find_entity(self, bank_id: str, name: str) -> Entity | None:
-        """An entity by canonical name or alias, case-insensitively."""
-        norm = name.casefold()
+        """An entity by canonical name or alias, compared by ``normalise_name`` (case, diacritics, spacing)."""
+        norm = normalise_name(name)
         row = self._con().execute(
             "SELECT * FROM entities WHERE bank_id = ? AND norm = ? ORDER BY mention_count DESC LIMIT 1",
             (bank_id, norm),
@@ -662,7 +887,7 @@ class SQLiteGraphStore:
         if row:
             return self._entity(row)
         for entity in self.list_entities(bank_id):
-            if norm in (a.casefold() for a in entity.aliases):
+            if norm in (normalise_name(a) for a in entity.aliases):
                 return entity
         return None
 
@@ -819,37 +1044,42 @@ class SQLiteGraphStore:
         return Job(
             id=row["id"], bank_id=row["bank_id"], kind=row["kind"], payload=json.loads(row["payload"]),
             status=JobStatus(row["status"]), attempts=row["attempts"], error=row["error"],
-            created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]),
+            created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]), owner=row["owner"],
         )
 
-    def enqueue_job(self, job: Job) -> None:
-        """Durably queue a background job."""
+    def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
+        """Durably queue a job; with ``document_id`` the document becomes pending on it in the same transaction."""
         with self._tx() as con:
             con.execute(
-                "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after, "
+                "owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
                 (job.id, job.bank_id, job.kind, json.dumps(job.payload, default=str), job.status.value,
                  job.attempts, job.error, _ts(job.created_at), _ts(job.run_after)),
             )
+            if document_id is not None:
+                con.execute(
+                    "UPDATE documents SET status = 'pending', owner = NULL, job_id = ? WHERE bank_id = ? AND id = ?",
+                    (job.id, job.bank_id, document_id),
+                )
 
-    def claim_job(self, now: datetime) -> Job | None:
-        """Atomically take the oldest runnable job and mark it running (attempts + 1)."""
+    def claim_job(self, now: datetime, owner: str | None = None) -> Job | None:
+        """Atomically take the oldest runnable job and mark it running under ``owner`` (attempts + 1)."""
         with self._tx() as con:
             row = con.execute(
-                "SELECT * FROM jobs WHERE status = ? AND run_after <= ? ORDER BY run_after, created_at LIMIT 1",
+                "SELECT * FROM jobs WHERE status = ? AND run_after <= ? ORDER BY run_after, created_at, id LIMIT 1",
                 (JobStatus.QUEUED.value, _ts(now)),
             ).fetchone()
             if row is None:
                 return None
             con.execute(
-                "UPDATE jobs SET status = ?, attempts = attempts + 1 WHERE id = ?",
-                (JobStatus.RUNNING.value, row["id"]),
+                "UPDATE jobs SET status = ?, attempts = attempts + 1, owner = ? WHERE id = ?",
+                (JobStatus.RUNNING.value, owner, row["id"]),
             )
         job = self._job(row)
-        return job.model_copy(update={"status": JobStatus.RUNNING, "attempts": job.attempts + 1})
+        return job.model_copy(update={"status": JobStatus.RUNNING, "attempts": job.attempts + 1, "owner": owner})
 
     def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
-        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good."""
+        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released."""
         if error is None:
             status, run_after = JobStatus.DONE, None
         elif retry_at is not None:
@@ -858,17 +1088,198 @@ class SQLiteGraphStore:
             status, run_after = JobStatus.FAILED, None
         with self._tx() as con:
             con.execute(
-                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after) WHERE id = ?",
+                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after), owner = NULL WHERE id = ?",
                 (status.value, error, run_after, job_id),
             )
 
-    def requeue_running_jobs(self) -> int:
-        """Put jobs left 'running' by a dead process back in the queue (called on open)."""
+    # leases --------------------------------------------------------------------------------------
+    def register_owner(self, owner: Owner) -> None:
+        """Record a live process."""
         with self._tx() as con:
-            cur = con.execute(
-                "UPDATE jobs SET status = ? WHERE status = ?", (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+            con.execute(
+                "INSERT OR REPLACE INTO owners (id, host, pid, started_at, heartbeat_at) VALUES (?, ?, ?, ?, ?)",
+                (owner.id, owner.host, owner.pid, _ts(owner.started_at), _ts(owner.heartbeat_at)),
             )
-            return cur.rowcount
+
+    def heartbeat(self, owner_id: str, at: datetime) -> bool:
+        """Renew a lease; False when the owner row is gone."""
+        with self._tx() as con:
+            return con.execute("UPDATE owners SET heartbeat_at = ? WHERE id = ?", (_ts(at), owner_id)).rowcount == 1
+
+    def remove_owner(self, owner_id: str) -> None:
+        """Forget an owner that closed cleanly: what it still held goes back to nobody (then to the next reaper)."""
+        with self._tx() as con:
+            con.execute("UPDATE jobs SET status = 'queued', owner = NULL WHERE status = 'running' AND owner = ?",
+                        (owner_id,))
+            con.execute("UPDATE documents SET owner = NULL WHERE owner = ?", (owner_id,))
+            con.execute("UPDATE vector_marks SET owner = NULL WHERE owner = ?", (owner_id,))
+            con.execute("DELETE FROM owners WHERE id = ?", (owner_id,))
+
+    def list_owners(self) -> list[Owner]:
+        """Every registered owner."""
+        rows = self._con().execute("SELECT * FROM owners ORDER BY started_at, id").fetchall()
+        return [Owner(id=r["id"], host=r["host"], pid=r["pid"], started_at=_dt(r["started_at"]),  # type: ignore[arg-type]
+                      heartbeat_at=_dt(r["heartbeat_at"])) for r in rows]  # type: ignore[arg-type]
+
+    def release_owners(self, dead: Sequence[str], reaper: str, now: datetime) -> Released:
+        """Take back what dead owners held (see ``Leases.release_owners``)."""
+        dead_ids = [d for d in dict.fromkeys(dead) if d != reaper]
+        marks = ",".join("?" * len(dead_ids)) or "NULL"
+        gone = f"(owner IS NULL OR owner IN ({marks}))"
+        out = Released()
+        with self._tx() as con:
+            out.jobs = con.execute(
+                f"UPDATE jobs SET status = 'queued', owner = NULL WHERE status = 'running' AND {gone}", dead_ids
+            ).rowcount
+            # Documents waiting for a job that is still queued or running are in hand (the job will extract
+            # them); the rest pass to the reaper, which resumes them.
+            doc_gone = gone.replace("owner", "d.owner")
+            has_job = "EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('queued', 'running'))"
+            con.execute(
+                f"UPDATE documents AS d SET status = 'pending', owner = NULL WHERE d.status IN (?, ?) AND {doc_gone} "
+                f"AND {has_job}", [*_ACTIVE_DOCS, *dead_ids],
+            )
+            rows = con.execute(
+                f"SELECT d.bank_id, d.id FROM documents d WHERE d.status IN (?, ?) AND {doc_gone} AND NOT {has_job}",
+                [*_ACTIVE_DOCS, *dead_ids],
+            ).fetchall()
+            con.executemany("UPDATE documents SET owner = ? WHERE bank_id = ? AND id = ?",
+                            [(reaper, r[0], r[1]) for r in rows])
+            out.documents = [(r[0], r[1]) for r in rows]
+            out.vector_marks = con.execute(f"UPDATE vector_marks SET owner = ? WHERE {gone}",
+                                           [reaper, *dead_ids]).rowcount
+            if dead_ids:
+                out.owners = con.execute(f"DELETE FROM owners WHERE id IN ({marks})", dead_ids).rowcount
+        return out
+
+    # vector marks --------------------------------------------------------------------------------
+    def mark_vectors(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> None:
+        """Record that these units' vectors are about to change."""
+        now = _now()
+        with self._tx() as con:
+            con.executemany(
+                "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
+                [(bank_id, i, owner, now) for i in dict.fromkeys(ids)],
+            )
+
+    def clear_vector_marks(self, bank_id: str, ids: Sequence[str]) -> None:
+        """The index matches the graph for these ids now."""
+        with self._tx() as con:
+            con.executemany("DELETE FROM vector_marks WHERE bank_id = ? AND unit_id = ?",
+                            [(bank_id, i) for i in dict.fromkeys(ids)])
+
+    def vector_marks(self, owner: str | None, limit: int = 10_000) -> list[tuple[str, str]]:
+        """(bank, unit id) marks held by ``owner`` (None: held by nobody)."""
+        sql = "SELECT bank_id, unit_id FROM vector_marks WHERE " + ("owner IS NULL" if owner is None else "owner = ?")
+        rows = self._con().execute(sql + " ORDER BY marked_at LIMIT ?", ([] if owner is None else [owner]) + [limit])
+        return [(r[0], r[1]) for r in rows]
+
+    # integrity -----------------------------------------------------------------------------------
+    def check_bank(self, bank_id: str) -> dict[str, list[str]]:
+        """The bank's graph invariants that do not hold, by kind, with the offending ids."""
+        con = self._con()
+        problems: dict[str, list[str]] = {}
+
+        def add(kind: str, rows: Iterable[Sequence[Any]]) -> None:
+            found = [str(r[0]) for r in rows]
+            if found:
+                problems[kind] = found
+
+        add("dangling_link", con.execute(
+            "SELECT l.source_id || '->' || l.target_id FROM links l WHERE l.bank_id = ? AND ("
+            "NOT EXISTS (SELECT 1 FROM units u WHERE u.id = l.source_id AND u.bank_id = l.bank_id) OR "
+            "NOT EXISTS (SELECT 1 FROM units u WHERE u.id = l.target_id AND u.bank_id = l.bank_id))", (bank_id,)))
+        add("dangling_mention", con.execute(
+            "SELECT m.unit_id || '->' || m.entity_id FROM mentions m JOIN units u ON u.id = m.unit_id "
+            "WHERE u.bank_id = ? AND NOT EXISTS (SELECT 1 FROM entities e WHERE e.id = m.entity_id "
+            "AND e.bank_id = u.bank_id)", (bank_id,)))
+        add("mention_count", con.execute(
+            "SELECT e.id FROM entities e WHERE e.bank_id = ? AND e.mention_count != "
+            "(SELECT count(*) FROM mentions m WHERE m.entity_id = e.id)", (bank_id,)))
+        add("orphan_entity", con.execute(
+            "SELECT e.id FROM entities e WHERE e.bank_id = ? AND NOT EXISTS "
+            "(SELECT 1 FROM mentions m WHERE m.entity_id = e.id)", (bank_id,)))
+        entities = con.execute("SELECT id, name, norm FROM entities WHERE bank_id = ?", (bank_id,)).fetchall()
+        by_norm: dict[str, list[str]] = {}
+        for r in entities:
+            by_norm.setdefault(normalise_name(r[1]), []).append(r[0])
+        add("duplicate_entity", [(i,) for ids in by_norm.values() if len(ids) > 1 for i in ids])
+        stale = [(r[0],) for r in entities if normalise_name(r[1]) != r[2]]
+        if stale:
+            problems.setdefault("duplicate_entity", []).extend(i for (i,) in stale)
+        add("dangling_opinion_event", con.execute(
+            "SELECT o.seq FROM opinion_events o WHERE o.bank_id = ? AND NOT EXISTS "
+            "(SELECT 1 FROM units u WHERE u.id = o.opinion_id AND u.bank_id = o.bank_id)", (bank_id,)))
+        if self._keyword_stats_differ(con, bank_id):
+            problems["keyword_stats"] = [bank_id]
+        try:
+            con.execute("INSERT INTO units_fts (units_fts, rank) VALUES ('integrity-check', 1)")
+        except sqlite3.DatabaseError as exc:
+            problems["fts_index"] = [f"units_fts: {exc}"]
+        return problems
+
+    @staticmethod
+    def _keyword_stats_differ(con: sqlite3.Connection, bank_id: str) -> bool:
+        """Whether the kept keyword statistics differ from a recount of the bank's units."""
+        if con.execute("SELECT 1 FROM units WHERE bank_id = ? AND kw_len IS NULL LIMIT 1", (bank_id,)).fetchone():
+            return True
+        counts: Counter[str] = Counter()
+        units = tokens = 0
+        for text, context, length in con.execute(
+            "SELECT kw_text, kw_context, kw_len FROM units WHERE bank_id = ?", (bank_id,)
+        ):
+            units += 1
+            tokens += int(length)
+            counts.update(set(split_tokens(text)) | set(split_tokens(context)))
+        kept = dict(con.execute("SELECT term, units FROM keyword_terms WHERE bank_id = ?", (bank_id,)).fetchall())
+        totals = con.execute("SELECT units, tokens FROM keyword_totals WHERE bank_id = ?", (bank_id,)).fetchone()
+        kept_totals = (int(totals[0]), int(totals[1])) if totals else (0, 0)
+        return kept != dict(counts) or kept_totals != (units, tokens)
+
+    def repair_bank(self, bank_id: str) -> dict[str, int]:
+        """Fix what ``check_bank`` finds; how many rows of each kind were repaired."""
+        fixed: dict[str, int] = {}
+        with self._tx() as con:
+            fixed["dangling_link"] = con.execute(
+                "DELETE FROM links WHERE bank_id = ? AND ("
+                "NOT EXISTS (SELECT 1 FROM units u WHERE u.id = links.source_id AND u.bank_id = links.bank_id) OR "
+                "NOT EXISTS (SELECT 1 FROM units u WHERE u.id = links.target_id AND u.bank_id = links.bank_id))",
+                (bank_id,)).rowcount
+            fixed["dangling_mention"] = con.execute(
+                "DELETE FROM mentions WHERE unit_id IN (SELECT id FROM units WHERE bank_id = ?) AND NOT EXISTS "
+                "(SELECT 1 FROM entities e WHERE e.id = mentions.entity_id AND e.bank_id = ?)",
+                (bank_id, bank_id)).rowcount
+            fixed["dangling_opinion_event"] = con.execute(
+                "DELETE FROM opinion_events WHERE bank_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM units u WHERE u.id = opinion_events.opinion_id AND u.bank_id = opinion_events.bank_id)",
+                (bank_id,)).rowcount
+            fixed["duplicate_entity"] = _renormalise_entities(con, bank_id)
+            fixed["mention_count"] = con.execute(
+                "UPDATE entities SET mention_count = (SELECT count(*) FROM mentions m WHERE m.entity_id = entities.id) "
+                "WHERE bank_id = ? AND mention_count != (SELECT count(*) FROM mentions m "
+                "WHERE m.entity_id = entities.id)", (bank_id,)).rowcount
+            fixed["orphan_entity"] = con.execute(
+                "DELETE FROM entities WHERE bank_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM mentions m WHERE m.entity_id = entities.id)", (bank_id,)).rowcount
+            if self._keyword_stats_differ(con, bank_id):
+                rows = con.execute("SELECT seq, text, context FROM units WHERE bank_id = ? AND kw_len IS NULL",
+                                   (bank_id,)).fetchall()
+                kw = keyword_columns([(r[1], r[2]) for r in rows])
+                con.executemany("UPDATE units SET kw_text = ?, kw_context = ?, kw_len = ? WHERE seq = ?",
+                                [(*k, r[0]) for k, r in zip(kw, rows, strict=True)])
+                con.execute("DELETE FROM keyword_terms WHERE bank_id = ?", (bank_id,))
+                con.execute("DELETE FROM keyword_totals WHERE bank_id = ?", (bank_id,))
+                _adjust_keyword_stats(
+                    con, bank_id, con.execute("SELECT kw_text, kw_context, kw_len FROM units WHERE bank_id = ?",
+                                              (bank_id,)).fetchall(), +1)
+                fixed["keyword_stats"] = 1
+            try:
+                con.execute("INSERT INTO units_fts (units_fts, rank) VALUES ('integrity-check', 1)")
+            except sqlite3.DatabaseError:
+                con.execute("INSERT INTO units_fts (units_fts) VALUES ('rebuild')")
+                fixed["fts_index"] = 1
+        return {k: v for k, v in fixed.items() if v}
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:
         """Jobs, newest first."""

@@ -117,7 +117,10 @@ def test_bank_isolation(backend: Backend, embedder: Any, bank_id: str) -> None:
 
 
 def test_reconcile_after_crash(backend: Backend, embedder: Any, bank_id: str) -> None:
-    """A crash between the two stores: units without vectors are re-indexed, orphan vectors dropped."""
+    """A crash between the two stores: units without vectors are re-indexed, orphan vectors dropped.
+
+    A forget marks its vectors in the graph transaction, so the vectors it left behind are removed by the
+    mark sync at open (``recovered``); the full reconcile then finds only what no mark covered."""
     with backend.open(embedder) as hs:
         ids = fill(hs, bank_id)
         # crash 1: the graph commit of a retain landed, the vector upsert did not
@@ -129,12 +132,14 @@ def test_reconcile_after_crash(backend: Backend, embedder: Any, bank_id: str) ->
         # crash 3: vectors lost (index rebuilt from an old backup)
         hs.index.delete(bank_id, ids[5:7])
     with backend.open(embedder) as hs:
-        assert hs.reconciled[bank_id] == {"reindexed": 3, "dropped": 2}
+        assert hs.recovered["vectors_deleted"] == 2
+        assert hs.reconciled[bank_id] == {"reindexed": 3, "dropped": 0}
         assert hs.index.ids(bank_id) == hs.store.unit_ids(bank_id)
         top = hs.bank(bank_id).recall("kitten Biscuit", budget=500).memories
         assert top and top[0].id == "crashed-unit"
     with backend.open(embedder) as hs:
         assert hs.reconciled[bank_id] == {"reindexed": 0, "dropped": 0}
+        assert hs.recovered["vectors_deleted"] == 0 and hs.store.vector_marks(None) == []
 
 
 def test_documents_and_metadata_through_facade(backend: Backend, embedder: Any, bank_id: str) -> None:

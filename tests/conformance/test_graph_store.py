@@ -338,13 +338,20 @@ def test_jobs(backend: Backend, bank_id: str) -> None:
     again = s.claim_job(day(4.5))
     assert again is not None and (again.id, again.attempts, again.error) == ("j-first", 2, "boom")
     s.finish_job("j-first", error="gave up")
-    late = s.claim_job(day(6))
-    assert late is not None and late.id == "j-late" and late.payload == {"e": ["x"]}
-    # a process died with j-late running: requeue puts it back
-    assert s.requeue_running_jobs() == 1 and s.requeue_running_jobs() == 0
+    late = s.claim_job(day(6), owner="proc-a")
+    assert late is not None and late.id == "j-late" and late.payload == {"e": ["x"]} and late.owner == "proc-a"
+    assert s.list_jobs(bank_id)[-1].owner == "proc-a"
+    # proc-b is alive and running j-late2: releasing the dead proc-a never touches it
+    s.enqueue_job(Job(id="j-late2", bank_id=bank_id, kind="observe", created_at=day(7), run_after=day(7)))
+    assert s.claim_job(day(8), owner="proc-b").id == "j-late2"  # type: ignore[union-attr]
+    released = s.release_owners(["proc-a"], "proc-c", day(8))
+    assert released.jobs == 1 and s.release_owners(["proc-a"], "proc-c", day(8)).jobs == 0
     status = {j.id: j.status for j in s.list_jobs()}
-    assert status == {"j-first": JobStatus.FAILED, "j-second": JobStatus.DONE, "j-late": JobStatus.QUEUED}
-    assert s.pending_jobs() == 1
+    assert status == {"j-first": JobStatus.FAILED, "j-second": JobStatus.DONE, "j-late": JobStatus.QUEUED,
+                      "j-late2": JobStatus.RUNNING}
+    assert s.pending_jobs() == 2
+    s.finish_job("j-late2")
+    assert {j.id: j.owner for j in s.list_jobs()}["j-late2"] is None  # finishing releases the lease
 
 
 def test_stats(store: GraphStore, bank_id: str) -> None:

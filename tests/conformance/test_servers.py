@@ -14,7 +14,7 @@ from hindsight_core.errors import StoreError
 from hindsight_core.servers import bolt_server, chroma_server
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.cypher_dialect import ArcadeDBDialect
-from hindsight_core.stores.neo4j import Neo4jGraphStore
+from hindsight_core.stores.neo4j import SCHEMA_VERSION, Neo4jGraphStore
 
 
 def _alive(pid: int) -> bool:
@@ -106,7 +106,7 @@ def test_upgrade_from_the_english_analysed_layout(servers: ServerEnv) -> None:
     names = {r["name"] for r in upgraded._run("SHOW INDEXES YIELD name RETURN name")}
     assert upgraded.dialect.fulltext_index in names and "Unit[text,context,bank_key]" not in names
     assert upgraded._run("MATCH (u:Unit) WHERE u.kw_len IS NULL RETURN count(u) AS n")[0]["n"] == 0
-    assert upgraded._run("MATCH (s:Schema {id: 'hindsight'}) RETURN s.version AS v")[0]["v"] == 2
+    assert upgraded._run("MATCH (s:Schema {id: 'hindsight'}) RETURN s.version AS v")[0]["v"] == SCHEMA_VERSION
     ids = [i for i, _ in upgraded.keyword_search("legacy", "Where did Oscar go running?", 10)]
     assert set(ids) == {"u1", "u3", "u4"}
     upgraded.close()

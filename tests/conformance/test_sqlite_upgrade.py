@@ -7,7 +7,7 @@ from pathlib import Path
 
 from test_graph_store import seed
 
-from hindsight_core.stores.sqlite import SQLiteGraphStore
+from hindsight_core.stores.sqlite import SCHEMA_VERSION, SQLiteGraphStore
 
 
 def test_v1_file_upgrades_to_keyword_tokens_and_document_metadata(tmp_path: Path) -> None:
@@ -30,7 +30,7 @@ def test_v1_file_upgrades_to_keyword_tokens_and_document_metadata(tmp_path: Path
     upgraded = SQLiteGraphStore(path)
     con = upgraded._con()
     assert con.execute("SELECT count(*) FROM units WHERE kw_len IS NULL").fetchone()[0] == 0
-    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == "3"
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == SCHEMA_VERSION
     assert con.execute("SELECT kw_text FROM units WHERE id = 'u0'").fetchone()[0] == "melani paint a sunris by the lake"
     assert con.execute("SELECT units FROM keyword_totals WHERE bank_id = 'b'").fetchone()[0] == 5
     assert con.execute("SELECT units FROM keyword_terms WHERE bank_id = 'b' AND term = 'oscar'").fetchone()[0] == 3
