@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import DocumentNotFoundError, InvalidInputError
@@ -22,9 +21,9 @@ from .models import (
     Recall,
     Reflection,
     RetainResult,
-    TimeRange,
     utcnow,
 )
+from .validation import Confidence, Seconds, When, Window, public
 
 if TYPE_CHECKING:
     from .hindsight import Hindsight
@@ -56,12 +55,14 @@ class Bank:
             raise BankNotFoundError(f"bank {self.id!r} was deleted")
         return profile
 
-    def set_disposition(self, disposition: Disposition) -> BankProfile:
+    @public
+    def set_disposition(self, disposition: Disposition | Mapping[str, Any]) -> BankProfile:
         """Store a new default disposition for reflect."""
         profile = self.profile.model_copy(update={"disposition": Disposition.model_validate(disposition)})
         self._hs.store.update_bank(profile)
         return profile
 
+    @public
     def set_background(self, background: str) -> BankProfile:
         """Replace the bank's first-person background verbatim."""
         profile = self.profile.model_copy(update={"background": background.strip()})
@@ -69,11 +70,12 @@ class Bank:
         return profile
 
     # retain --------------------------------------------------------------------------------------
+    @public
     def retain(
         self,
         content: RetainInput,
         *,
-        timestamp: datetime | str | None = None,
+        timestamp: When = None,
         document_id: str | None = None,
         context: str | None = None,
         extract: bool = True,
@@ -105,11 +107,12 @@ class Bank:
             metadata=metadata, background=background, document_metadata=document_metadata,
         )
 
+    @public
     async def aretain(
         self,
         content: RetainInput,
         *,
-        timestamp: datetime | str | None = None,
+        timestamp: When = None,
         document_id: str | None = None,
         context: str | None = None,
         extract: bool = True,
@@ -130,6 +133,7 @@ class Bank:
             metadata=metadata, background=background, document_metadata=document_metadata,
         )
 
+    @public
     def reprocess(self, document_id: str, *, extract: bool = True) -> RetainResult:
         """Extract a stored raw document again (after a failure, or with another extractor)."""
         doc = self.document(document_id)
@@ -137,6 +141,7 @@ class Bank:
                            extract=extract, document_metadata=doc.metadata)
 
     # recall --------------------------------------------------------------------------------------
+    @public
     def recall(
         self,
         query: str,
@@ -144,8 +149,8 @@ class Bank:
         budget: int = 2000,
         max_memories: int | None = None,
         networks: Sequence[Network | str] | None = None,
-        time_range: TimeRange | tuple[Any, Any] | None = None,
-        reference_time: datetime | str | None = None,
+        time_range: Window = None,
+        reference_time: When = None,
         trace: bool = False,
         channels: Sequence[str] | None = None,
     ) -> Recall:
@@ -160,6 +165,7 @@ class Bank:
             reference_time=reference_time, trace=trace, channels=channels,
         )
 
+    @public
     async def arecall(
         self,
         query: str,
@@ -167,8 +173,8 @@ class Bank:
         budget: int = 2000,
         max_memories: int | None = None,
         networks: Sequence[Network | str] | None = None,
-        time_range: TimeRange | tuple[Any, Any] | None = None,
-        reference_time: datetime | str | None = None,
+        time_range: Window = None,
+        reference_time: When = None,
         trace: bool = False,
         channels: Sequence[str] | None = None,
     ) -> Recall:
@@ -179,13 +185,14 @@ class Bank:
         )
 
     # reflect (CARA) ------------------------------------------------------------------------------
+    @public
     def reflect(
         self,
         query: str,
         *,
-        disposition: Disposition | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
-        reference_time: datetime | str | None = None,
+        reference_time: When = None,
     ) -> Reflection:
         """Answer ``query`` from memory in the bank's voice, shaped by its disposition (or ``disposition``).
 
@@ -197,26 +204,28 @@ class Bank:
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
 
+    @public
     async def areflect(
         self,
         query: str,
         *,
-        disposition: Disposition | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
-        reference_time: datetime | str | None = None,
+        reference_time: When = None,
     ) -> Reflection:
         """Async twin of ``reflect``."""
         return await self._hs.reflector.areflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
 
+    @public
     def schedule_reflect(
         self,
         query: str,
         *,
-        disposition: Disposition | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
-        reference_time: datetime | str | None = None,
+        reference_time: When = None,
     ) -> Job:
         """Queue a reflect as a durable background job (it forms and stores opinions; the answer is logged).
 
@@ -228,14 +237,16 @@ class Bank:
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
 
+    @public
     async def aschedule_reflect(self, query: str, **kwargs: Any) -> Job:
         """Async twin of ``schedule_reflect``."""
         return await asyncio.to_thread(self.schedule_reflect, query, **kwargs)
 
+    @public
     def add_opinion(
         self,
         text: str,
-        confidence: float,
+        confidence: Confidence,
         *,
         entities: Sequence[str] = (),
         based_on: Sequence[str] = (),
@@ -252,15 +263,18 @@ class Bank:
             raise InvalidInputError(f"invalid opinion: {exc}") from exc
         return self._hs.reflector.store_opinions(self.id, [formed], list(based_on))[0]
 
+    @public
     def opinions(self) -> list[Memory]:
         """The bank's opinions, newest first, with their current confidence."""
         store = self._hs.store
         return store.get_units(self.id, store.units_in_network(self.id, Network.OPINION))
 
+    @public
     def opinion_history(self, opinion_id: str) -> list[OpinionEvent]:
         """How an opinion was formed and every confidence change since, with the evidence memory ids."""
         return self._hs.store.opinion_history(self.id, opinion_id)
 
+    @public
     def observation(self, entity: str) -> Memory | None:
         """The current observation (preference-neutral summary) of an entity, or None."""
         from .background_jobs import observation_document_id
@@ -272,6 +286,7 @@ class Bank:
         units = store.get_units(self.id, store.units_of_document(self.id, observation_document_id(found.id)))
         return units[0] if units else None
 
+    @public
     def merge_background(self, snippet: str) -> BankProfile:
         """Merge a snippet into the first-person background (the new wins conflicts) and store it."""
         from .background import merge_background
@@ -282,6 +297,7 @@ class Bank:
         merged = merge_background(self._hs.llm, profile.background, snippet)
         return self.set_background(merged)
 
+    @public
     async def amerge_background(self, snippet: str) -> BankProfile:
         """Async twin of ``merge_background``."""
         from .background import amerge_background
@@ -293,32 +309,39 @@ class Bank:
         return await asyncio.to_thread(self.set_background, merged)
 
     # background work -----------------------------------------------------------------------------
+    @public
     def jobs(self) -> list[Job]:
         """This bank's background jobs (queued, running, done, failed), newest first."""
         return self._hs.store.list_jobs(self.id)
 
-    def wait_idle(self, timeout: float | None = 600.0) -> bool:
+    @public
+    def wait_idle(self, timeout: Seconds | None = 600.0) -> bool:
         """Block until this bank's background jobs are done (or failed for good); False on timeout."""
         return self._hs.worker.wait_idle(timeout, bank_id=self.id)
 
-    async def await_idle(self, timeout: float | None = 600.0) -> bool:
+    @public
+    async def await_idle(self, timeout: Seconds | None = 600.0) -> bool:
         """Async twin of ``wait_idle``."""
         return await asyncio.to_thread(self.wait_idle, timeout)
 
     # reading -------------------------------------------------------------------------------------
+    @public
     def get(self, memory_id: str) -> Memory | None:
         """One memory of this bank by id, or None."""
         found = self._hs.store.get_units(self.id, [memory_id])
         return found[0] if found else None
 
+    @public
     def memories(self, ids: Sequence[str]) -> list[Memory]:
         """Memories of this bank by id, in the order asked (unknown ids skipped)."""
         return self._hs.store.get_units(self.id, ids)
 
+    @public
     def entities(self) -> list[Entity]:
         """Canonical entities, most mentioned first."""
         return self._hs.store.list_entities(self.id)
 
+    @public
     def document(self, document_id: str) -> Document:
         """A stored raw document; ``DocumentNotFoundError`` (a ``KeyError``) if absent."""
         doc = self._hs.store.get_document(self.id, document_id)
@@ -326,17 +349,19 @@ class Bank:
             raise DocumentNotFoundError(f"no document {document_id!r} in bank {self.id!r}")
         return doc
 
+    @public
     def documents(self, status: DocumentStatus | str | None = None, prefix: str | None = None) -> list[Document]:
         """Stored raw documents, oldest first, optionally by status (pending / done / failed) and id prefix."""
         return self._hs.store.list_documents(self.id, DocumentStatus(status) if status else None, prefix)
 
+    @public
     def put_document(
         self,
         document_id: str,
         content: str,
         *,
         metadata: dict[str, Any] | None = None,
-        timestamp: datetime | str | None = None,
+        timestamp: When = None,
     ) -> Document:
         """Store a raw document without extracting anything from it (a value kept only for exact reads).
 
@@ -353,11 +378,13 @@ class Bank:
         self._hs.store.put_document(doc)
         return self.document(document_id)
 
+    @public
     def delete_document(self, document_id: str) -> None:
         """Delete a raw document but keep the memories extracted from it (``forget(document_id=...)`` drops
         both). Chat transcripts use this: clearing a session should not erase what the agent learned."""
         self._hs.store.delete_document(self.id, document_id)
 
+    @public
     def stats(self) -> dict[str, Any]:
         """Counts of documents, memories per network, entities, links, jobs and vectors."""
         stats = self._hs.store.stats(self.id)
@@ -365,6 +392,7 @@ class Bank:
         return stats
 
     # forgetting ----------------------------------------------------------------------------------
+    @public
     def forget(
         self, *, memory_id: str | None = None, document_id: str | None = None, entity: str | None = None
     ) -> int:
@@ -375,6 +403,7 @@ class Bank:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
         return self._hs.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
 
+    @public
     async def aforget(self, **kwargs: Any) -> int:
         """Async twin of ``forget``."""
         return await asyncio.to_thread(self.forget, **kwargs)

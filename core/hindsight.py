@@ -6,7 +6,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from .reflect import ReflectPipeline
 from .retain import RetainPipeline
 from .stores.base import GraphStore, VectorIndex
 from .tokens import count_tokens
+from .validation import public
 from .vector_sync import VectorSync
 from .worker import Worker
 
@@ -51,6 +52,7 @@ class Hindsight:
         token_counter: Callable[[str], int] | None = None,
         reconcile: bool = True,
         start_worker: bool = True,
+        recover: bool = True,
     ) -> None:
         self.store = store
         self.index = index
@@ -85,7 +87,8 @@ class Hindsight:
         try:
             for profile in store.list_banks():
                 self.index.ensure_collection(profile.id, self.embedder.name, self.embedder.dimension)
-            self.recovered = self.recover()
+            # Off only for inspection (``hindsight check`` reports what a crash left before anything repairs it).
+            self.recovered = self.recover() if recover else {}
             if reconcile:
                 for profile in store.list_banks():
                     self.reconciled[profile.id] = reconcile_bank(profile.id, store, index, self.embedder,
@@ -125,6 +128,7 @@ class Hindsight:
             self.notify_worker()
 
     @classmethod
+    @public
     def open(
         cls,
         path: str | Path | None = "./memory",
@@ -227,6 +231,7 @@ class Hindsight:
             self.worker.notify()
 
     # banks ---------------------------------------------------------------------------------------
+    @public
     def bank(
         self,
         bank_id: str,
@@ -234,7 +239,7 @@ class Hindsight:
         create: bool = True,
         name: str | None = None,
         background: str | None = None,
-        disposition: Disposition | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
     ) -> Bank:
         """A bank by id, created on first use unless ``create=False`` (then ``BankNotFoundError``)."""
         if not isinstance(bank_id, str) or not bank_id.strip():
@@ -250,7 +255,7 @@ class Hindsight:
                 raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {known}")
             profile = self.store.create_bank(
                 BankProfile(id=bank_id, name=name or bank_id, background=background or "",
-                            disposition=disposition or Disposition())
+                            disposition=Disposition.model_validate(disposition or {}))
             )
         self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
         return Bank(self, bank_id)
@@ -259,6 +264,7 @@ class Hindsight:
         """Profiles of every bank."""
         return self.store.list_banks()
 
+    @public
     def delete_bank(self, bank_id: str) -> None:
         """Delete a bank from both stores (the graph first; a vector collection that cannot be dropped now is
         dropped by the next sync)."""

@@ -1,4 +1,4 @@
-"""Entity resolution against a real SQLite graph store."""
+"""Entity resolution against a real SQLite graph store, and the name keys it relies on."""
 
 from __future__ import annotations
 
@@ -6,15 +6,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from hindsight_core.config import EntityResolutionSettings
-from hindsight_core.entities import EntityResolver
+from hindsight_core.config import EntityResolutionSettings, Settings
+from hindsight_core.entities import EntityResolver, name_relation
 from hindsight_core.extract.base import ExtractedEntity, ExtractedFact
 from hindsight_core.models import BankProfile, EntityType, Memory
+from hindsight_core.names import compact_name, is_short_form, normalise_name
 from hindsight_core.stores.base import UnitBatch
 from hindsight_core.stores.sqlite import SQLiteGraphStore
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
+P, L, ORG = EntityType.PERSON, EntityType.LOCATION, EntityType.ORGANIZATION
 
 
 def fact(*names: tuple[str, EntityType], when: datetime = T0) -> ExtractedFact:
@@ -29,18 +33,95 @@ def store(tmp_path: Path) -> SQLiteGraphStore:
     return s
 
 
-def commit(store: SQLiteGraphStore, resolver: EntityResolver, facts: list[ExtractedFact], tag: str) -> list[list[str]]:
+def commit(store: SQLiteGraphStore, resolver: EntityResolver, facts: list[ExtractedFact], tag: str,
+           bank: str = "b") -> list[list[str]]:
     ids = [f"{tag}-{i}" for i in range(len(facts))]
-    res = resolver.resolve("b", facts, ids)
+    res = resolver.resolve(bank, facts, ids)
     units = [
-        Memory(id=i, bank_id="b", text=f.text, occurred_start=f.occurred_start)
+        Memory(id=i, bank_id=bank, text=f.text, occurred_start=f.occurred_start)
         for i, f in zip(ids, facts, strict=True)
     ]
-    store.add_units("b", UnitBatch(units=units, new_entities=res.new_entities, updated_entities=res.updated_entities,
-                                   mentions=res.mentions))
+    store.add_units(bank, UnitBatch(units=units, new_entities=res.new_entities,
+                                    updated_entities=res.updated_entities, mentions=res.mentions))
     return res.names
 
 
+def entity_names(store: SQLiteGraphStore, bank: str = "b") -> list[str]:
+    return sorted(e.name for e in store.list_entities(bank))
+
+
+# --------------------------------------------------------------------------------------------------
+# normalise_name
+# --------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize(("a", "b"), [
+    ("José", "JOSE"), ("Zoë", "ZOE"), ("Zoë", "zoe"), ("Ｅｍｍａ", "emma"), ("  Emma  ", "emma"),
+    ("\"Emma\"", "Emma"), ("(Emma)", "Emma"), ("“Gina”", "Gina"), ("Mark's", "Mark"), ("Mark’s", "mark"),
+    ("O’Brien", "O'Brien"), ("Jean‐Luc", "Jean-Luc"), ("Jean–Luc", "jean-luc"), ("St. Louis", "St Louis"),
+    ("St.Louis", "st louis"), ("J.R.R. Tolkien", "JRR Tolkien"), ("J. R. R. Tolkien", "jrr tolkien"),
+    ("U.S.A.", "USA"), ("New  York\tCity", "new york city"), ("Straße", "STRASSE"), ("Łódź", "Lodz"),
+    ("Søren", "Soren"), ("Ἀθῆναι", "αθηναι"), ("Jo\u00adsé", "Jose"), ("Beyoncé's", "beyonce"),
+])
+def test_normalise_name_folds_variants_of_one_name(a: str, b: str) -> None:
+    assert normalise_name(a) == normalise_name(b)
+
+
+@pytest.mark.parametrize(("a", "b"), [
+    ("Emma", "Emmanuel"), ("Dan", "Dana"), ("Jon", "John"), ("C#", "C"), ("C++", "C"), ("version 2.0", "version 20"),
+    ("Mary J. Blige", "Mary Blige"), ("हिन्दी", "हिन्द"), ("Ёлка", "Елка"),
+])
+def test_normalise_name_keeps_different_names_apart(a: str, b: str) -> None:
+    assert normalise_name(a) != normalise_name(b)
+
+
+def test_normalise_name_values() -> None:
+    assert normalise_name("J.R.R. Tolkien’s") == "jrr tolkien"
+    assert normalise_name(" Dr. Zoë O’Brien-Smith ") == "dr zoe o'brien-smith"
+    assert normalise_name("version 2.0") == "version 2.0"
+    assert normalise_name("Malcolm X") == "malcolm x"
+    assert normalise_name("'s") == "s"  # a name with a letter never yields ""
+    for junk in ("", "   ", "?!", "--", "…", "'", "&", "#+"):
+        assert normalise_name(junk) == ""
+
+
+@given(st.text(max_size=30))
+def test_normalise_name_is_idempotent_and_never_empty_for_a_name(text: str) -> None:
+    key = normalise_name(text)
+    assert normalise_name(key) == key
+    assert bool(key) == any(c.isalnum() for c in text)
+
+
+def test_compact_name_and_short_forms() -> None:
+    assert compact_name(normalise_name("Coca-Cola")) == compact_name(normalise_name("Coca Cola"))
+    assert is_short_form("em", "emma") and is_short_form("mel", "melanie") and is_short_form("dave", "david")
+    # Spelling neighbours and unrelated names are never short forms of each other.
+    for short, full in (("jon", "john"), ("ann", "anna"), ("dan", "dana"), ("emma", "emmanuel"),
+                        ("emma", "emily"), ("mark", "marek"), ("em", "em")):
+        assert not is_short_form(short, full)
+
+
+def test_name_relation() -> None:
+    assert name_relation("em", P, "emma", P) == "short-form"
+    assert name_relation("mel brown", P, "melanie brown", P) == "short-form"
+    assert name_relation("caroline", P, "caroline smith", P) == "partial"
+    assert name_relation("smith", P, "caroline smith", P) == "partial"
+    assert name_relation("dr smith", P, "anna smith", P) == "partial"
+    assert name_relation("new york", L, "new york city", L) == "partial"
+    assert name_relation("york", L, "new york", L) is None  # a place's last word is not the place
+    assert name_relation("nyc", L, "new york city", L) == "acronym"
+    assert name_relation("mit", ORG, "massachusetts institute of technology", ORG) == "acronym"
+    assert name_relation("coca cola", ORG, "coca-cola", ORG) == "spelling"
+    for a, b in (("emma", "emmanuel"), ("dan", "dana"), ("mark", "marek"), ("caroline", "carolina"),
+                 ("emma stone", "emma watson"), ("jon", "john smith"), ("smith", "smithson")):
+        assert name_relation(a, P, b, P) is None, (a, b)
+    off = EntityResolutionSettings(nicknames=False, partial_names=False, acronyms=False)
+    assert name_relation("em", P, "emma", P, off) is None
+    assert name_relation("caroline", P, "caroline smith", P, off) is None
+    assert name_relation("nyc", L, "new york city", L, off) is None
+
+
+# --------------------------------------------------------------------------------------------------
+# the resolver through the store
+# --------------------------------------------------------------------------------------------------
 def test_exact_names_merge_case_insensitively(store: SQLiteGraphStore) -> None:
     r = EntityResolver(store)
     commit(store, r, [fact(("Melanie", EntityType.PERSON))], "a")
@@ -50,18 +131,119 @@ def test_exact_names_merge_case_insensitively(store: SQLiteGraphStore) -> None:
     assert len(ents) == 1 and ents[0].mention_count == 2
 
 
+def test_case_and_diacritics_variants_merge(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("José", P), ("Lima", L))], "a")
+    assert commit(store, r, [fact(("JOSE", P), when=T0 + timedelta(days=40))], "b") == [["José"]]
+    assert commit(store, r, [fact(("Jose", P), ("Kyoto", L))], "c") == [["José", "Kyoto"]]
+    commit(store, r, [fact(("Zoë", P))], "d")
+    assert commit(store, r, [fact(("ZOE", P)), fact(("“Zoe”", P))], "e") == [["Zoë"], ["Zoë"]]
+    assert commit(store, r, [fact(("Coca-Cola", ORG)), fact(("Coca Cola", ORG))], "f") == [["Coca-Cola"], ["Coca-Cola"]]
+    assert entity_names(store) == ["Coca-Cola", "José", "Kyoto", "Lima", "Zoë"]
+
+
+def test_confusable_names_stay_apart_however_close_in_time(store: SQLiteGraphStore) -> None:
+    """The issue: with nothing co-mentioned, name similarity plus time closeness merged different people."""
+    r = EntityResolver(store)
+    for i, (a, b) in enumerate((("Emma", "Emmanuel"), ("Dan", "Dana"), ("Mark", "Marek"), ("Jon", "John"),
+                                ("Caroline", "Carolina"))):
+        when = T0 + timedelta(days=i)
+        commit(store, r, [fact((a, P), when=when)], f"{a}-1")
+        assert commit(store, r, [fact((b, P), when=when + timedelta(hours=3))], f"{b}-2") == [[b]]
+    # Not even with a specific shared context: their names are not related.
+    commit(store, r, [fact(("Emma", P), ("Liam", P))], "ctx-1")
+    assert commit(store, r, [fact(("Emmanuel", P), ("Liam", P))], "ctx-2") == [["Emmanuel", "Liam"]]
+    commit(store, r, [fact(("Jon", P), ("Gina", P))], "ctx-3")
+    assert commit(store, r, [fact(("John", P), ("Gina", P))], "ctx-4") == [["John", "Gina"]]
+    assert len(store.list_entities("b")) == 12
+
+
+def test_nickname_joins_only_with_evidence(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Emma", P), ("Paris", L))], "a")
+    # Minutes later, alone: time closeness is no evidence.
+    assert commit(store, r, [fact(("Em", P), when=T0 + timedelta(minutes=30))], "b") == [["Em"]]
+    store.delete_units("b", ["b-0"])
+    # With an entity that was named with Emma before: the short form joins her.
+    assert commit(store, r, [fact(("Em", P), ("Paris", L), when=T0 + timedelta(days=30))], "c") == [["Emma", "Paris"]]
+    emma = store.find_entity("b", "em")
+    assert emma is not None and emma.name == "Emma" and "Em" in emma.aliases and emma.mention_count == 2
+
+
 def test_fuzzy_match_needs_supporting_evidence(store: SQLiteGraphStore) -> None:
     r = EntityResolver(store)
     commit(store, r, [fact(("Melanie", EntityType.PERSON), ("Caroline", EntityType.PERSON))], "a")
-    # Close in time: the nickname joins the existing person.
+    # Named with Caroline, who was named with Melanie: the nickname joins the existing person.
     assert commit(store, r, [fact(("Mel", EntityType.PERSON), ("Caroline", EntityType.PERSON))], "b") == [
         ["Melanie", "Caroline"]
     ]
     assert "Mel" in store.find_entity("b", "Melanie").aliases  # type: ignore[union-attr]
     assert store.find_entity("b", "mel").name == "Melanie"  # type: ignore[union-attr]
-    # A similar but different name, a year later, with nothing in common, stays separate.
+    # A similar but different name stays separate.
     later = T0 + timedelta(days=400)
     assert commit(store, r, [fact(("Melania", EntityType.PERSON), when=later)], "c") == [["Melania"]]
+
+
+def test_full_name_joins_a_known_short_form_with_evidence(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Dave", P), ("chess club", ORG))], "a")
+    assert commit(store, r, [fact(("David", P), ("chess club", ORG))], "b") == [["Dave", "chess club"]]
+
+
+def test_evidence_within_one_retain(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    names = commit(store, r, [fact(("Andrew", P), ("Boeing", ORG)), fact(("Andy", P), ("Boeing", ORG))], "a")
+    assert names == [["Andrew", "Boeing"], ["Andrew", "Boeing"]]
+    assert entity_names(store) == ["Andrew", "Boeing"]
+
+
+def test_ambiguous_short_form_is_a_new_entity(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Melanie", P), ("Oslo", L)), fact(("Melissa", P), ("Oslo", L))], "a")
+    assert commit(store, r, [fact(("Mel", P), ("Oslo", L))], "b") == [["Mel", "Oslo"]]
+    # With evidence for only one of them, it joins that one.
+    commit(store, r, [fact(("Christopher", P), ("Lima", L)), fact(("Christina", P), ("Kyoto", L))], "c")
+    assert commit(store, r, [fact(("Chris", P), ("Lima", L))], "d") == [["Christopher", "Lima"]]
+
+
+def test_an_entity_named_everywhere_is_no_evidence(store: SQLiteGraphStore) -> None:
+    """The speaker of a conversation co-occurs with everyone: sharing them says nothing about identity."""
+    r = EntityResolver(store)
+    others = ["Priya", "Kenji", "Omar", "Fatima", "Diego", "Ingrid", "Tariq", "Yuki", "Ravi", "Astrid", "Kofi"]
+    commit(store, r, [fact(("Caroline", P), (o, P)) for o in others] + [fact(("Christina", P), ("Caroline", P))], "a")
+    assert commit(store, r, [fact(("Chris", P), ("Caroline", P))], "b") == [["Chris", "Caroline"]]
+    # The same rule still lets the other speaker's nickname through: most of Caroline's facts name Melanie.
+    commit(store, r, [fact(("Caroline", P), ("Melanie", P)) for _ in range(20)], "c")
+    assert commit(store, r, [fact(("Mel", P), ("Caroline", P))], "d") == [["Melanie", "Caroline"]]
+    # And the threshold is a setting.
+    strict = EntityResolver(store, EntityResolutionSettings(min_support=1.0))
+    assert commit(store, strict, [fact(("Chrissy", P), ("Caroline", P))], "e") == [["Chrissy", "Caroline"]]
+
+
+def test_partial_names(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Caroline Smith", P), ("Red Cross", ORG))], "a")
+    assert commit(store, r, [fact(("Caroline", P))], "b") == [["Caroline"]]  # no evidence: a new entity
+    store.delete_units("b", ["b-0"])
+    assert commit(store, r, [fact(("Caroline", P), ("Red Cross", ORG))], "c") == [["Caroline Smith", "Red Cross"]]
+    assert commit(store, r, [fact(("Smith", P), ("Red Cross", ORG))], "d") == [["Caroline Smith", "Red Cross"]]
+    # A different full name sharing the first name never joins, whatever the evidence.
+    assert commit(store, r, [fact(("Caroline Jones", P), ("Red Cross", ORG))], "e") == [["Caroline Jones", "Red Cross"]]
+
+
+def test_known_full_name_blocks_a_conflicting_one(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Emma", P), ("Oxfam", ORG))], "a")
+    assert commit(store, r, [fact(("Emma Watson", P), ("Oxfam", ORG))], "b") == [["Emma", "Oxfam"]]
+    assert commit(store, r, [fact(("Emma Stone", P), ("Oxfam", ORG))], "c") == [["Emma Stone", "Oxfam"]]
+
+
+def test_places_and_acronyms(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("New York City", L), ("Kenji", P)), fact(("United Nations", ORG), ("Kenji", P))], "a")
+    assert commit(store, r, [fact(("New York", L), ("Kenji", P))], "b") == [["New York City", "Kenji"]]
+    assert commit(store, r, [fact(("UN", ORG), ("Kenji", P))], "c") == [["United Nations", "Kenji"]]
+    assert commit(store, r, [fact(("York", L), ("Kenji", P))], "d") == [["York", "Kenji"]]
 
 
 def test_incompatible_types_do_not_merge(store: SQLiteGraphStore) -> None:
@@ -70,15 +252,39 @@ def test_incompatible_types_do_not_merge(store: SQLiteGraphStore) -> None:
     assert commit(store, r, [fact(("Jordan River", EntityType.LOCATION))], "b") == [["Jordan River"]]
 
 
-def test_weights_are_configurable(store: SQLiteGraphStore) -> None:
-    strict = EntityResolver(store, EntityResolutionSettings(threshold=0.99))
-    commit(store, strict, [fact(("Melanie", EntityType.PERSON))], "a")
-    assert commit(store, strict, [fact(("Mel", EntityType.PERSON))], "b") == [["Mel"]]
-    assert strict.score(1.0, 1.0, 0.0) == pytest.approx(1.0)
-    assert strict.score(0.0, 0.0, None) == 0.0
+def test_two_names_in_one_fact_are_two_entities(store: SQLiteGraphStore) -> None:
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Christina", P), ("Lima", L))], "a")
+    assert commit(store, r, [fact(("Chris", P), ("Christina", P), ("Lima", L))], "b") == [
+        ["Chris", "Christina", "Lima"]
+    ]
+
+
+def test_banks_never_share_entities(store: SQLiteGraphStore) -> None:
+    store.create_bank(BankProfile(id="other", name="other"))
+    r = EntityResolver(store)
+    commit(store, r, [fact(("Emma", P), ("Paris", L))], "a")
+    commit(store, r, [fact(("Emma", P), ("Paris", L)), fact(("Em", P), ("Paris", L))], "x", bank="other")
+    (mine,) = [e for e in store.list_entities("b") if e.name == "Emma"]
+    (theirs,) = [e for e in store.list_entities("other") if e.name == "Emma"]
+    assert mine.id != theirs.id and mine.aliases == [] and theirs.aliases == ["Em"]
+
+
+def test_rules_are_configurable(store: SQLiteGraphStore) -> None:
+    off = EntityResolver(store, EntityResolutionSettings(nicknames=False))
+    commit(store, off, [fact(("Melanie", P), ("Caroline", P))], "a")
+    assert commit(store, off, [fact(("Mel", P), ("Caroline", P))], "b") == [["Mel", "Caroline"]]
+    two = EntityResolver(store, EntityResolutionSettings(min_shared_entities=2))
+    commit(store, two, [fact(("Timothy", P), ("Oslo", L), ("Pixar", ORG))], "c")
+    assert commit(store, two, [fact(("Tim", P), ("Oslo", L))], "d") == [["Tim", "Oslo"]]
+    store.delete_units("b", ["d-0"])
+    assert commit(store, two, [fact(("Tim", P), ("Oslo", L), ("Pixar", ORG))], "e") == [["Timothy", "Oslo", "Pixar"]]
+    # Old configurations (the weighted score's fields) still validate.
+    assert Settings.model_validate({"entities": {"threshold": 0.5, "string_weight": 1.0}}).entities.nicknames
 
 
 def test_mentions_within_one_fact_are_deduplicated(store: SQLiteGraphStore) -> None:
     r = EntityResolver(store)
     names = commit(store, r, [fact(("Oscar", EntityType.PERSON), ("oscar", EntityType.OTHER))], "a")
     assert names == [["Oscar"]]
+    assert commit(store, r, [fact(("?!", EntityType.OTHER), ("Óscar", EntityType.OTHER))], "b") == [["Oscar"]]

@@ -1,0 +1,113 @@
+"""Argument checking at the public edge: a wrong type or value is an ``InvalidInputError`` naming the argument.
+
+``@public`` validates a method's arguments against its type hints with pydantic in strict mode (no "3" for
+an int, no 1 for a bool, no NaN where a finite number is expected), before the method body runs, so bad
+input fails before anything is stored and never surfaces as a bare ``TypeError`` or ``AttributeError``
+from deep inside. Value checks that types cannot express stay in the methods.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from datetime import date, datetime
+from typing import Annotated, Any, TypeVar, cast
+
+from pydantic import ConfigDict, Field, ValidationError, validate_call
+
+from .errors import InvalidInputError
+from .models import TimeRange
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_CONFIG = ConfigDict(strict=True, arbitrary_types_allowed=True)
+
+
+def _message(fn: Callable[..., Any], exc: ValidationError) -> str:
+    """One readable line: which argument, what was wrong, what was given."""
+    names = [p for p in inspect.signature(fn).parameters if p != "self"]
+    parts = []
+    seen: set[object] = set()
+    for err in exc.errors():
+        loc = err.get("loc") or ()
+        head: Any = loc[0] if loc else "?"
+        if isinstance(head, int):  # a positional argument: validate_call counts self as 0
+            head = names[head - 1] if 0 < head <= len(names) else head
+        if head in seen:
+            continue  # a union reports once per member; the first says enough
+        seen.add(head)
+        given = err.get("input")
+        shown = repr(given) if len(repr(given)) <= 60 else repr(given)[:57] + "..."
+        parts.append(f"argument {head!r}: {err.get('msg', 'invalid')} (got {type(given).__name__} {shown})")
+    return f"{fn.__qualname__}: " + "; ".join(parts)
+
+
+def _drop_return(fn: Callable[..., Any]) -> None:
+    # The return type is not validated, and may name a class still being defined (``Hindsight.open``).
+    fn.__annotations__ = {k: v for k, v in fn.__annotations__.items() if k != "return"}
+
+
+class _BodyError(Exception):
+    """Carries a ValidationError raised inside the method body past the argument check."""
+
+
+def public(fn: F) -> F:
+    """Validate ``fn``'s arguments against its annotations; ``InvalidInputError`` when they do not fit.
+
+    A ``ValidationError`` raised by the method body itself (a model built from stored data) is a different
+    failure and is re-raised unchanged, not blamed on the caller's arguments.
+    """
+    if inspect.iscoroutinefunction(fn):
+        @functools.wraps(fn)
+        async def async_body(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except ValidationError as exc:
+                raise _BodyError(exc) from exc
+
+        _drop_return(async_body)
+        async_checked = validate_call(config=_CONFIG, validate_return=False)(async_body)
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await async_checked(*args, **kwargs)
+            except _BodyError as inner:
+                raise inner.args[0] from None
+            except ValidationError as exc:
+                raise InvalidInputError(_message(fn, exc)) from exc
+
+        return cast(F, async_wrapper)
+
+    @functools.wraps(fn)
+    def body(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except ValidationError as exc:
+            raise _BodyError(exc) from exc
+
+    _drop_return(body)
+    checked = validate_call(config=_CONFIG, validate_return=False)(body)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return checked(*args, **kwargs)
+        except _BodyError as inner:
+            raise inner.args[0] from None
+        except ValidationError as exc:
+            raise InvalidInputError(_message(fn, exc)) from exc
+
+    return cast(F, wrapper)
+
+
+# Argument types shared by the public methods.
+When = datetime | date | str | float | None
+"""A point in time: a datetime, a date, an ISO-8601 or natural-language string, or epoch seconds."""
+Window = TimeRange | tuple[Any, Any] | list[Any] | None
+"""A time range: a ``TimeRange`` or a (start, end) pair of ``When`` values (either may be None)."""
+Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
+"""A confidence in [0, 1] (1 means certain; percentages are not accepted here)."""
+Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
+"""A finite, non-negative number of seconds."""
