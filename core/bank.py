@@ -23,7 +23,7 @@ from .models import (
     RetainResult,
     utcnow,
 )
-from .validation import Confidence, Seconds, When, Window, public
+from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
 
 if TYPE_CHECKING:
     from .hindsight import Hindsight
@@ -63,7 +63,7 @@ class Bank:
         return profile
 
     @public
-    def set_background(self, background: str) -> BankProfile:
+    def set_background(self, background: Text) -> BankProfile:
         """Replace the bank's first-person background verbatim."""
         profile = self.profile.model_copy(update={"background": background.strip()})
         self._hs.store.update_bank(profile)
@@ -76,8 +76,8 @@ class Bank:
         content: RetainInput,
         *,
         timestamp: When = None,
-        document_id: str | None = None,
-        context: str | None = None,
+        document_id: Identifier | None = None,
+        context: Text | None = None,
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
@@ -113,8 +113,8 @@ class Bank:
         content: RetainInput,
         *,
         timestamp: When = None,
-        document_id: str | None = None,
-        context: str | None = None,
+        document_id: Identifier | None = None,
+        context: Text | None = None,
         extract: bool = True,
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
@@ -134,7 +134,7 @@ class Bank:
         )
 
     @public
-    def reprocess(self, document_id: str, *, extract: bool = True) -> RetainResult:
+    def reprocess(self, document_id: Identifier, *, extract: bool = True) -> RetainResult:
         """Extract a stored raw document again (after a failure, or with another extractor)."""
         doc = self.document(document_id)
         return self.retain(document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
@@ -144,7 +144,7 @@ class Bank:
     @public
     def recall(
         self,
-        query: str,
+        query: Text,
         *,
         budget: int = 2000,
         max_memories: int | None = None,
@@ -168,7 +168,7 @@ class Bank:
     @public
     async def arecall(
         self,
-        query: str,
+        query: Text,
         *,
         budget: int = 2000,
         max_memories: int | None = None,
@@ -188,7 +188,7 @@ class Bank:
     @public
     def reflect(
         self,
-        query: str,
+        query: Text,
         *,
         disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
@@ -207,7 +207,7 @@ class Bank:
     @public
     async def areflect(
         self,
-        query: str,
+        query: Text,
         *,
         disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
@@ -221,7 +221,7 @@ class Bank:
     @public
     def schedule_reflect(
         self,
-        query: str,
+        query: Text,
         *,
         disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
@@ -238,19 +238,19 @@ class Bank:
         )
 
     @public
-    async def aschedule_reflect(self, query: str, **kwargs: Any) -> Job:
+    async def aschedule_reflect(self, query: Text, **kwargs: Any) -> Job:
         """Async twin of ``schedule_reflect``."""
         return await asyncio.to_thread(self.schedule_reflect, query, **kwargs)
 
     @public
     def add_opinion(
         self,
-        text: str,
+        text: Text,
         confidence: Confidence,
         *,
-        entities: Sequence[str] = (),
-        based_on: Sequence[str] = (),
-        rationale: str = "",
+        entities: Sequence[Text] = (),
+        based_on: Sequence[Identifier] = (),
+        rationale: Text = "",
     ) -> Memory:
         """Record a belief the agent holds (as reflect does), with its formation event; returns it."""
         from .opinions import FormedOpinion
@@ -270,12 +270,12 @@ class Bank:
         return store.get_units(self.id, store.units_in_network(self.id, Network.OPINION))
 
     @public
-    def opinion_history(self, opinion_id: str) -> list[OpinionEvent]:
+    def opinion_history(self, opinion_id: Identifier) -> list[OpinionEvent]:
         """How an opinion was formed and every confidence change since, with the evidence memory ids."""
         return self._hs.store.opinion_history(self.id, opinion_id)
 
     @public
-    def observation(self, entity: str) -> Memory | None:
+    def observation(self, entity: Text) -> Memory | None:
         """The current observation (preference-neutral summary) of an entity, or None."""
         from .background_jobs import observation_document_id
 
@@ -287,7 +287,7 @@ class Bank:
         return units[0] if units else None
 
     @public
-    def merge_background(self, snippet: str) -> BankProfile:
+    def merge_background(self, snippet: Text) -> BankProfile:
         """Merge a snippet into the first-person background (the new wins conflicts) and store it."""
         from .background import merge_background
 
@@ -298,7 +298,7 @@ class Bank:
         return self.set_background(merged)
 
     @public
-    async def amerge_background(self, snippet: str) -> BankProfile:
+    async def amerge_background(self, snippet: Text) -> BankProfile:
         """Async twin of ``merge_background``."""
         from .background import amerge_background
 
@@ -326,13 +326,13 @@ class Bank:
 
     # reading -------------------------------------------------------------------------------------
     @public
-    def get(self, memory_id: str) -> Memory | None:
+    def get(self, memory_id: Identifier) -> Memory | None:
         """One memory of this bank by id, or None."""
         found = self._hs.store.get_units(self.id, [memory_id])
         return found[0] if found else None
 
     @public
-    def memories(self, ids: Sequence[str]) -> list[Memory]:
+    def memories(self, ids: Sequence[Identifier]) -> list[Memory]:
         """Memories of this bank by id, in the order asked (unknown ids skipped)."""
         return self._hs.store.get_units(self.id, ids)
 
@@ -342,7 +342,7 @@ class Bank:
         return self._hs.store.list_entities(self.id)
 
     @public
-    def document(self, document_id: str) -> Document:
+    def document(self, document_id: Identifier) -> Document:
         """A stored raw document; ``DocumentNotFoundError`` (a ``KeyError``) if absent."""
         doc = self._hs.store.get_document(self.id, document_id)
         if doc is None:
@@ -350,15 +350,20 @@ class Bank:
         return doc
 
     @public
-    def documents(self, status: DocumentStatus | str | None = None, prefix: str | None = None) -> list[Document]:
+    def documents(self, status: DocumentStatus | str | None = None, prefix: Text | None = None) -> list[Document]:
         """Stored raw documents, oldest first, optionally by status (pending / done / failed) and id prefix."""
-        return self._hs.store.list_documents(self.id, DocumentStatus(status) if status else None, prefix)
+        try:
+            wanted = DocumentStatus(status) if status else None
+        except ValueError as exc:
+            known = [s.value for s in DocumentStatus]
+            raise InvalidInputError(f"unknown document status {status!r}; use {known}") from exc
+        return self._hs.store.list_documents(self.id, wanted, prefix)
 
     @public
     def put_document(
         self,
-        document_id: str,
-        content: str,
+        document_id: Identifier,
+        content: Text,
         *,
         metadata: dict[str, Any] | None = None,
         timestamp: When = None,
@@ -379,7 +384,7 @@ class Bank:
         return self.document(document_id)
 
     @public
-    def delete_document(self, document_id: str) -> None:
+    def delete_document(self, document_id: Identifier) -> None:
         """Delete a raw document but keep the memories extracted from it (``forget(document_id=...)`` drops
         both). Chat transcripts use this: clearing a session should not erase what the agent learned."""
         self._hs.store.delete_document(self.id, document_id)
@@ -394,7 +399,8 @@ class Bank:
     # forgetting ----------------------------------------------------------------------------------
     @public
     def forget(
-        self, *, memory_id: str | None = None, document_id: str | None = None, entity: str | None = None
+        self, *, memory_id: Identifier | None = None, document_id: Identifier | None = None,
+        entity: Text | None = None,
     ) -> int:
         """Delete memories from both stores: one memory, everything from a document (and the document), or
         every memory that mentions an entity. Returns how many memories were deleted."""

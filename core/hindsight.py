@@ -15,7 +15,7 @@ from .background_jobs import RETAIN, BackgroundJobs
 from .bank import Bank
 from .config import Settings
 from .embedding import Embedder, SentenceTransformerEmbedder
-from .errors import BankNotFoundError, InvalidInputError
+from .errors import BankNotFoundError, InvalidInputError, StoreError
 from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
 from .forget import ForgetPipeline
@@ -27,8 +27,9 @@ from .reconcile import reconcile_bank
 from .reflect import ReflectPipeline
 from .retain import RetainPipeline
 from .stores.base import GraphStore, VectorIndex
+from .stores.process_guard import VectorIndexDamagedError
 from .tokens import count_tokens
-from .validation import public
+from .validation import Identifier, Text, public
 from .vector_sync import VectorSync
 from .worker import Worker
 
@@ -83,16 +84,31 @@ class Hindsight:
         self._start_worker = start_worker
         self._closed = False
         self.reconciled: dict[str, dict[str, int]] = {}
+        self._close_index = False  # set by ``open`` for an index it created
         self.lease.start()
         try:
-            for profile in store.list_banks():
-                self.index.ensure_collection(profile.id, self.embedder.name, self.embedder.dimension)
+            # One list: a bank another process creates meanwhile is opened (and checked) on first use.
+            banks = [profile.id for profile in store.list_banks()]
+            try:
+                for bank_id in banks:
+                    self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
+            except VectorIndexDamagedError as exc:
+                # Derived data: rebuilt from the graph store (reconcile re-embeds every unit below).
+                log.error("%s; rebuilding the vector index from the graph store", exc)
+                self.index.reset()  # type: ignore[attr-defined]
+                for bank_id in banks:
+                    self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
+                reconcile = True
             # Off only for inspection (``hindsight check`` reports what a crash left before anything repairs it).
             self.recovered = self.recover() if recover else {}
             if reconcile:
-                for profile in store.list_banks():
-                    self.reconciled[profile.id] = reconcile_bank(profile.id, store, index, self.embedder,
-                                                                 self.settings)
+                for bank_id in banks:
+                    try:
+                        self.reconciled[bank_id] = reconcile_bank(bank_id, store, index, self.embedder,
+                                                                  self.settings)
+                    except StoreError:
+                        if store.get_bank(bank_id) is not None:
+                            raise  # a bank deleted by another process meanwhile is nothing to reconcile
         except BaseException:
             self.lease.stop()
             self._executor.shutdown(wait=False)
@@ -196,11 +212,15 @@ class Hindsight:
         else:
             store = graph
         try:
-            return cls(store, index, **kwargs)
+            hs = cls(store, index, **kwargs)
         except BaseException:
             if store is not graph:  # a store opened here is closed here when the facade cannot start
                 store.close()
+            if index is not vectors and hasattr(index, "close"):
+                index.close()
             raise
+        hs._close_index = index is not vectors
+        return hs
 
     # LLM -----------------------------------------------------------------------------------------
     @property
@@ -237,8 +257,8 @@ class Hindsight:
         bank_id: str,
         *,
         create: bool = True,
-        name: str | None = None,
-        background: str | None = None,
+        name: Text | None = None,
+        background: Text | None = None,
         disposition: Disposition | Mapping[str, Any] | None = None,
     ) -> Bank:
         """A bank by id, created on first use unless ``create=False`` (then ``BankNotFoundError``)."""
@@ -265,7 +285,7 @@ class Hindsight:
         return self.store.list_banks()
 
     @public
-    def delete_bank(self, bank_id: str) -> None:
+    def delete_bank(self, bank_id: Identifier) -> None:
         """Delete a bank from both stores (the graph first; a vector collection that cannot be dropped now is
         dropped by the next sync)."""
         if self.store.get_bank(bank_id) is None:
@@ -280,6 +300,8 @@ class Hindsight:
         self.lease.stop()
         self._executor.shutdown(wait=True)
         self.store.close()
+        if self._close_index and hasattr(self.index, "close"):
+            self.index.close()
 
     def __enter__(self) -> Hindsight:
         return self

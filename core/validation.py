@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from collections.abc import Callable
 from datetime import date, datetime
 from typing import Annotated, Any, TypeVar, cast
 
-from pydantic import ConfigDict, Field, ValidationError, validate_call
+from pydantic import AfterValidator, ConfigDict, Field, ValidationError, validate_call
 
 from .errors import InvalidInputError
 from .models import TimeRange
@@ -111,3 +112,28 @@ Confidence = Annotated[float, Field(ge=0.0, le=1.0, allow_inf_nan=False)]
 """A confidence in [0, 1] (1 means certain; percentages are not accepted here)."""
 Seconds = Annotated[float, Field(ge=0.0, allow_inf_nan=False)]
 """A finite, non-negative number of seconds."""
+
+MAX_ID_CHARS = 1000
+_SURROGATES = re.compile(r"[\ud800-\udfff]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _identifier(value: str) -> str:
+    if not value:
+        raise ValueError("must not be empty")
+    if len(value) > MAX_ID_CHARS:
+        raise ValueError(f"is longer than {MAX_ID_CHARS} characters")
+    if _SURROGATES.search(value) or _CONTROL.search(value):
+        raise ValueError("contains control characters or invalid unicode (lone surrogates)")
+    return value
+
+
+def _text(value: str) -> str:
+    # A lone surrogate cannot be stored as UTF-8 anywhere; like retain's text, it becomes U+FFFD.
+    return _SURROGATES.sub("\ufffd", value)
+
+
+Identifier = Annotated[str, AfterValidator(_identifier)]
+"""An id (memory, document, opinion, bank): non-empty, printable, valid unicode, at most 1000 characters."""
+Text = Annotated[str, AfterValidator(_text)]
+"""Free text: any string; lone surrogates (broken unicode) are replaced by U+FFFD."""

@@ -7,9 +7,12 @@ and dimension; opening it with another embedder is an error rather than silently
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+import shutil
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,10 @@ import numpy as np
 
 from ..errors import EmbedderMismatchError, StoreError
 from .base import translate_errors
+from .process_guard import ProcessGuard
+
+_OPEN: dict[str, ChromaVectorIndex] = {}  # embedded indexes open in this process, by real path
+_OPEN_LOCK = threading.Lock()
 
 
 def collection_name(bank_id: str) -> str:
@@ -26,22 +33,59 @@ def collection_name(bank_id: str) -> str:
 
 # chromadb raises many unrelated types (ValueError, its ChromaError tree, RuntimeError from the Rust core,
 # httpx errors from a server): every one leaves a public method as a StoreError.
-@translate_errors((Exception,), lambda self: "Chroma vector index")
+@translate_errors((Exception,), lambda self: f"Chroma vector index{' at ' + self.path if self.path else ''}")
 class ChromaVectorIndex:
-    """Vector index over a Chroma client (persistent, http or ephemeral)."""
+    """Vector index over a Chroma client (persistent, http or ephemeral).
 
-    def __init__(self, client: Any) -> None:
+    The persistent (embedded) index is shared safely by several processes: every call goes through a
+    ``ProcessGuard`` (a file lock taken in turn, and a reload of this process's client when another process
+    wrote since); see ``process_guard``. Server and in-memory clients need no guard.
+    """
+
+    def __init__(
+        self,
+        client: Any = None,
+        *,
+        make_client: Callable[[], Any] | None = None,
+        guard_path: str | None = None,
+        lock_timeout: float = 30.0,
+    ) -> None:
+        """Wrap ``client``; or, with ``guard_path``, clients made by ``make_client`` under a process guard."""
         self.client = client
+        self.path = guard_path
+        self._make_client = make_client
         self._collections: dict[str, Any] = {}
+        self._known: dict[str, tuple[str, int]] = {}  # banks ensured by this process: embedder name, dimension
         self._lock = threading.Lock()
+        self._guard = (
+            ProcessGuard(guard_path, reload=self._reload, probe=self._probe, timeout=lock_timeout)
+            if guard_path is not None else None
+        )
+        self._opened = 1
 
     @classmethod
-    def persistent(cls, path: str | Path) -> ChromaVectorIndex:
-        """Embedded on-disk index (the default next to the SQLite graph store)."""
+    def persistent(cls, path: str | Path, *, lock_timeout: float = 30.0) -> ChromaVectorIndex:
+        """Embedded on-disk index (the default next to the SQLite graph store), safe to share between processes
+        (they take turns; ``StoreLockedError`` after waiting ``lock_timeout`` seconds for another one)."""
         import chromadb
         from chromadb.config import Settings
 
-        return cls(chromadb.PersistentClient(path=str(path), settings=Settings(anonymized_telemetry=False)))
+        # Chroma keeps one client system per exact path string in a process, so this process keeps one index
+        # (one client, one guard) per real path too: a second open shares it, and the last close releases it.
+        real = os.path.realpath(path)
+        with _OPEN_LOCK:
+            shared = _OPEN.get(real)
+            if shared is not None:
+                shared._opened += 1
+                return shared
+            Path(real).mkdir(parents=True, exist_ok=True)
+            index = cls(
+                make_client=lambda: chromadb.PersistentClient(path=real,
+                                                              settings=Settings(anonymized_telemetry=False)),
+                guard_path=real, lock_timeout=lock_timeout,
+            )
+            _OPEN[real] = index
+            return index
 
     @classmethod
     def http(cls, host: str = "127.0.0.1", port: int = 8000, **kwargs: Any) -> ChromaVectorIndex:
@@ -66,16 +110,68 @@ class ChromaVectorIndex:
 
         return cls(chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False, allow_reset=True)))
 
+    # guarded access ------------------------------------------------------------------------------
+    def _reading(self) -> contextlib.AbstractContextManager[None]:
+        return self._guard.reading() if self._guard is not None else contextlib.nullcontext()
+
+    def _writing(self) -> contextlib.AbstractContextManager[None]:
+        return self._guard.writing() if self._guard is not None else contextlib.nullcontext()
+
+    def _reload(self) -> None:
+        """A fresh client that reads the index from disk (another process wrote since this one loaded it)."""
+        from chromadb.api.shared_system_client import SharedSystemClient
+
+        if self.client is not None:
+            with contextlib.suppress(Exception):
+                self.client.close()
+        # close() stops the cached system only when no other client of this process uses the path.
+        SharedSystemClient._identifier_to_system.pop(self.path or "", None)
+        SharedSystemClient._identifier_to_refcount.pop(self.path or "", None)
+        self._collections.clear()  # Collection objects of a closed client are dead
+        assert self._make_client is not None
+        self.client = self._make_client()
+
+    def _probe(self) -> None:
+        """Touch every collection (count, one query): replays the write-ahead log; raises if unusable."""
+        try:
+            for col in self.client.list_collections():
+                n = col.count()
+                dim = int((col.metadata or {}).get("dimension", 0))
+                if n and dim:
+                    col.query(query_embeddings=np.ones((1, dim), dtype=np.float32), n_results=1, include=[])
+        except Exception as exc:
+            raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
     def _collection(self, bank_id: str) -> Any:
         col = self._collections.get(bank_id)
-        if col is None:
-            raise StoreError(f"vector collection for bank {bank_id!r} is not open; call ensure_collection first")
-        return col
+        if col is not None:
+            return col
+        if bank_id in self._known:  # ensured before a reload replaced the client
+            try:
+                col = self.client.get_collection(collection_name(bank_id), embedding_function=None)
+            except Exception as exc:
+                raise StoreError(f"the vector collection of bank {bank_id!r} is gone (bank deleted by another "
+                                 f"process?): {exc}") from exc
+            self._collections[bank_id] = col
+            return col
+        raise StoreError(f"vector collection for bank {bank_id!r} is not open; call ensure_collection first")
 
+    # VectorIndex ---------------------------------------------------------------------------------
     def ensure_collection(self, bank_id: str, embedder_name: str, dimension: int) -> None:
         """Create the bank's collection or check that it was built with the same embedder."""
-        with self._lock:
-            if bank_id in self._collections:
+        if self._known.get(bank_id) == (embedder_name, dimension) and bank_id in self._collections:
+            return  # checked already; a reload since then re-fetches it on the next guarded access
+        if self._guard is not None:
+            with self._reading():  # the common case, an existing collection, must not make others reload
+                try:
+                    col = self.client.get_collection(collection_name(bank_id), embedding_function=None)
+                except Exception:
+                    col = None
+                if col is not None:
+                    self._check_embedder(bank_id, col, embedder_name, dimension)
+                    return
+        with self._writing(), self._lock:
+            if bank_id in self._collections and self._guard is None:
                 return
             col = self.client.get_or_create_collection(
                 collection_name(bank_id),
@@ -83,14 +179,18 @@ class ChromaVectorIndex:
                 configuration={"hnsw": {"space": "cosine", "ef_search": 100, "ef_construction": 100}},
                 embedding_function=None,
             )
-            meta = col.metadata or {}
-            if meta.get("embedder") != embedder_name or int(meta.get("dimension", -1)) != dimension:
-                raise EmbedderMismatchError(
-                    f"bank {bank_id!r} was indexed with embedder {meta.get('embedder')!r} "
-                    f"(dimension {meta.get('dimension')}), not {embedder_name!r} (dimension {dimension}); "
-                    "re-index the bank or open it with the original embedder"
-                )
-            self._collections[bank_id] = col
+            self._check_embedder(bank_id, col, embedder_name, dimension)
+
+    def _check_embedder(self, bank_id: str, col: Any, embedder_name: str, dimension: int) -> None:
+        meta = col.metadata or {}
+        if meta.get("embedder") != embedder_name or int(meta.get("dimension", -1)) != dimension:
+            raise EmbedderMismatchError(
+                f"bank {bank_id!r} was indexed with embedder {meta.get('embedder')!r} "
+                f"(dimension {meta.get('dimension')}), not {embedder_name!r} (dimension {dimension}); "
+                "re-index the bank or open it with the original embedder"
+            )
+        self._collections[bank_id] = col
+        self._known[bank_id] = (embedder_name, dimension)
 
     def upsert(
         self,
@@ -99,54 +199,57 @@ class ChromaVectorIndex:
         embeddings: np.ndarray,
         metadatas: Sequence[dict[str, Any]],
     ) -> None:
-        """Add or replace vectors (in batches Chroma accepts)."""
+        """Add or replace vectors (in batches Chroma accepts, all under one hold of the index)."""
         if not len(ids):
             return
-        col = self._collection(bank_id)
-        max_batch = 5000
-        for i in range(0, len(ids), max_batch):
-            col.upsert(
-                ids=list(ids[i : i + max_batch]),
-                embeddings=np.asarray(embeddings[i : i + max_batch], dtype=np.float32),
-                metadatas=[_clean_meta(m) for m in metadatas[i : i + max_batch]],
-            )
+        with self._writing():
+            col = self._collection(bank_id)
+            max_batch = 5000
+            for i in range(0, len(ids), max_batch):
+                col.upsert(
+                    ids=list(ids[i : i + max_batch]),
+                    embeddings=np.asarray(embeddings[i : i + max_batch], dtype=np.float32),
+                    metadatas=[_clean_meta(m) for m in metadatas[i : i + max_batch]],
+                )
 
     def query(
         self, bank_id: str, embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
     ) -> list[tuple[str, float]]:
-        """The ``k`` nearest units as (id, cosine similarity), best first."""
-        col = self._collection(bank_id)
+        """The ``k`` nearest units as (id, cosine similarity), best first (ties by id)."""
         if k <= 0:
             return []
-        res = col.query(
-            query_embeddings=np.asarray(embedding, dtype=np.float32).reshape(1, -1),
-            n_results=k,
-            where=where,
-            include=["distances"],
-        )
+        with self._reading():
+            res = self._collection(bank_id).query(
+                query_embeddings=np.asarray(embedding, dtype=np.float32).reshape(1, -1),
+                n_results=k,
+                where=where,
+                include=["distances"],
+            )
         ids = res["ids"][0] if res["ids"] else []
         dists = res["distances"][0] if res["distances"] else []
-        return [(i, 1.0 - float(d)) for i, d in zip(ids, dists, strict=True)]
+        return _ranked(ids, dists)
 
     def query_many(self, bank_id: str, embeddings: np.ndarray, k: int) -> list[list[tuple[str, float]]]:
         """``query`` for each row of ``embeddings`` in one call per 500 rows."""
-        col = self._collection(bank_id)
         out: list[list[tuple[str, float]]] = []
-        for i in range(0, len(embeddings), 500):
-            res = col.query(
-                query_embeddings=np.asarray(embeddings[i : i + 500], dtype=np.float32),
-                n_results=k,
-                include=["distances"],
-            )
-            for ids, dists in zip(res["ids"], res["distances"], strict=True):
-                out.append([(j, 1.0 - float(d)) for j, d in zip(ids, dists, strict=True)])
+        with self._reading():
+            col = self._collection(bank_id)
+            for i in range(0, len(embeddings), 500):
+                res = col.query(
+                    query_embeddings=np.asarray(embeddings[i : i + 500], dtype=np.float32),
+                    n_results=k,
+                    include=["distances"],
+                )
+                for ids, dists in zip(res["ids"], res["distances"], strict=True):
+                    out.append(_ranked(ids, dists))
         return out
 
     def get_embeddings(self, bank_id: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         """Stored vectors by id (missing ids are absent)."""
         if not ids:
             return {}
-        res = self._collection(bank_id).get(ids=list(ids), include=["embeddings"])
+        with self._reading():
+            res = self._collection(bank_id).get(ids=list(ids), include=["embeddings"])
         embs = res["embeddings"]
         if embs is None:
             return {}
@@ -154,27 +257,30 @@ class ChromaVectorIndex:
 
     def ids(self, bank_id: str) -> set[str]:
         """Every id in the bank's collection."""
-        col = self._collection(bank_id)
         out: set[str] = set()
         offset, page = 0, 10000
-        while True:
-            res = col.get(include=[], limit=page, offset=offset)
-            out.update(res["ids"])
-            if len(res["ids"]) < page:
-                return out
-            offset += page
+        with self._reading():
+            col = self._collection(bank_id)
+            while True:
+                res = col.get(include=[], limit=page, offset=offset)
+                out.update(res["ids"])
+                if len(res["ids"]) < page:
+                    return out
+                offset += page
 
     def delete(self, bank_id: str, ids: Sequence[str]) -> None:
         """Remove vectors."""
         if ids:
-            self._collection(bank_id).delete(ids=list(ids))
+            with self._writing():
+                self._collection(bank_id).delete(ids=list(ids))
 
     def drop_bank(self, bank_id: str) -> None:
         """Remove the bank's collection (no error if it never existed; any other failure is raised)."""
         from chromadb.errors import NotFoundError
 
-        with self._lock:
+        with self._writing(), self._lock:
             self._collections.pop(bank_id, None)
+            self._known.pop(bank_id, None)
             try:
                 self.client.delete_collection(collection_name(bank_id))
             except NotFoundError:
@@ -185,7 +291,63 @@ class ChromaVectorIndex:
 
     def count(self, bank_id: str) -> int:
         """Number of vectors in the bank's collection."""
-        return int(self._collection(bank_id).count())
+        with self._reading():
+            return int(self._collection(bank_id).count())
+
+    def verify(self) -> None:
+        """Raise ``VectorIndexDamagedError`` (embedded) or ``StoreError`` when the index cannot be read."""
+        with self._reading():
+            self._probe()
+
+    def reset(self) -> None:
+        """Discard the whole embedded index and start empty (it is rebuilt from the graph store by reconcile).
+
+        For a damaged index: nothing in it is trusted, so the directory is removed under the exclusive lock
+        and every process reloads on its next access. Other clients are reset through Chroma's own API.
+        """
+        if self._guard is None:
+            for col in self.client.list_collections():
+                self.client.delete_collection(col.name)
+            self._collections.clear()
+            return
+        with self._guard.writing(sync=False), self._lock:
+            from chromadb.api.shared_system_client import SharedSystemClient
+
+            if self.client is not None:
+                with contextlib.suppress(Exception):
+                    self.client.close()
+            SharedSystemClient._identifier_to_system.pop(self.path or "", None)
+            SharedSystemClient._identifier_to_refcount.pop(self.path or "", None)
+            assert self.path is not None and self._make_client is not None
+            shutil.rmtree(self.path, ignore_errors=True)
+            Path(self.path).mkdir(parents=True, exist_ok=True)
+            self._collections.clear()
+            self.client = self._make_client()
+
+    def close(self) -> None:
+        """Release the client and the lock file (embedded, once the last opener closed); a no-op for other
+        clients."""
+        if self._guard is not None:
+            with _OPEN_LOCK:
+                self._opened -= 1
+                if self._opened > 0:
+                    return
+                if _OPEN.get(self.path or "") is self:
+                    del _OPEN[self.path or ""]
+            with self._lock:
+                if self.client is not None:
+                    with contextlib.suppress(Exception):
+                        self.client.close()
+                    self.client = None
+                self._collections.clear()
+            self._guard.forget_client()
+            self._guard.close()
+
+
+def _ranked(ids: Sequence[str], dists: Sequence[float]) -> list[tuple[str, float]]:
+    """(id, similarity) best first; equal distances are ordered by id so that results repeat exactly."""
+    pairs = sorted(zip(ids, dists, strict=True), key=lambda p: (float(p[1]), p[0]))
+    return [(i, 1.0 - float(d)) for i, d in pairs]
 
 
 def _clean_meta(meta: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -112,7 +112,7 @@ def _is_conflict(exc: Exception) -> bool:
 def _driver_errors() -> tuple[type[BaseException], ...]:
     from neo4j.exceptions import DriverError, Neo4jError
 
-    return (Neo4jError, DriverError)
+    return (Neo4jError, DriverError, UnicodeError)
 
 
 @translate_errors(_driver_errors, lambda self: f"Neo4j graph store at {self.uri}")

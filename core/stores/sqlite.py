@@ -386,7 +386,8 @@ def _set_text(con: sqlite3.Connection, bank_id: str, unit_id: str, text: str, ow
     return True
 
 
-@translate_errors((sqlite3.Error,), lambda self: f"SQLite graph store at {self.path}")
+# UnicodeError: a string the caller did not clean (a lone surrogate) cannot be bound as UTF-8.
+@translate_errors((sqlite3.Error, UnicodeError), lambda self: f"SQLite graph store at {self.path}")
 class SQLiteGraphStore:
     """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
 

@@ -1,7 +1,8 @@
 """Child process of the concurrency tests: retains into, or claims jobs from, the server backend.
 
-Usage: ``python concurrent_worker.py retain BANK NAME COUNT GO_FILE`` or ``... claim GO_FILE``; prints JSON.
-Both wait for ``GO_FILE`` to appear so that the processes really write at the same time.
+Usage: ``python concurrent_worker.py retain BANK NAME COUNT GO_FILE [GRAPH VECTORS]`` or ``... claim GO_FILE``;
+prints JSON. ``GRAPH``/``VECTORS`` (default ``env``: the server backend) may name an embedded SQLite file and
+Chroma directory. Both wait for ``GO_FILE`` to appear so that the processes really write at the same time.
 """
 
 from __future__ import annotations
@@ -21,20 +22,22 @@ def _wait(go: Path) -> None:
         time.sleep(0.005)
 
 
-def retain(bank_id: str, name: str, count: int, go: Path) -> None:
-    """Retain ``count`` small documents (shared entity names on purpose) and print the memory ids."""
+def retain(bank_id: str, name: str, count: int, go: Path, graph: str = "env", vectors: str = "env") -> None:
+    """Retain ``count`` small documents (shared entity names on purpose, in several spellings) and print the
+    memory ids."""
     from hindsight_core import Hindsight
 
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
-    with Hindsight.open(None, graph="env", vectors="env", start_worker=False) as hs:
+    with Hindsight.open(None, graph=graph, vectors=vectors, start_worker=False) as hs:
         bank = hs.bank(bank_id)
         hs.embedder.embed(["warm up"])
         Path(str(go) + f".{name}.ready").write_text("ok")
         _wait(go)
         ids: list[str] = []
         for i in range(count):
+            oscar = ("Oscar", "OSCAR", "oscar")[i % 3]  # one entity, whichever spelling arrives first
             msgs = [
-                {"speaker": "Caroline", "text": f"{name} note {i}: Caroline met Oscar in Boston.",
+                {"speaker": "Caroline", "text": f"{name} note {i}: Caroline met {oscar} in Boston.",
                  "id": f"{name}:{i}:1"},
                 {"speaker": "Melanie", "text": f"{name} reply {i}: Melanie painted the lake.", "id": f"{name}:{i}:2"},
             ]
@@ -62,6 +65,6 @@ def claim(go: Path) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "retain":
-        retain(sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5]))
+        retain(sys.argv[2], sys.argv[3], int(sys.argv[4]), Path(sys.argv[5]), *sys.argv[6:8])
     else:
         claim(Path(sys.argv[2]))
