@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "EmbedderMismatchError": ".errors",
     "StoreError": ".errors",
     "StoreLockedError": ".errors",
+    "ConflictError": ".errors",
     "DocumentNotFoundError": ".errors",
 }
 
@@ -52,6 +53,7 @@ __all__ = [
     "Bank",
     "BankNotFoundError",
     "BankProfile",
+    "ConflictError",
     "Disposition",
     "Document",
     "DocumentNotFoundError",
@@ -85,6 +87,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .config import Settings
     from .errors import (
         BankNotFoundError,
+        ConflictError,
         DocumentNotFoundError,
         EmbedderMismatchError,
         EmptyExtractionError,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from .disposition import opinion_step
 from .extract.base import ExtractedEntity, ExtractedFact
-from .inputs import RetainInput, document_input
+from .inputs import RetainInput
 from .models import Disposition, Document, DocumentStatus, Job, Memory, Network, RetainResult, utcnow
 from .observations import summarize_entity
 from .opinions import Assessment, assess_opinion, confidence_delta
@@ -94,12 +94,10 @@ class BackgroundJobs:
             return
         if doc.job_id not in (None, job.id) and doc.status == DocumentStatus.PENDING:
             return  # re-queued under another job since (a reprocess, a resume): that one extracts it
-        options = {**payload, **doc.options}  # the document's record wins; older jobs carried the options
-        self.hs.retainer.retain(
-            job.bank_id, document_input(doc), timestamp=doc.timestamp, document_id=doc.id, context=doc.context,
-            extract=bool(options.get("extract", True)), metadata=options.get("metadata") or None,
-            background=options.get("background"), document_metadata=doc.metadata, job_id=job.id,
-        )
+        if not doc.options:  # stored before documents recorded how they are retained: the job carried it
+            doc = doc.model_copy(update={"options": {k: payload[k] for k in ("extract", "metadata", "background")
+                                                     if k in payload}})
+        self.hs.retainer.retain_stored(doc)
 
     def queue_reflect(
         self,

@@ -39,6 +39,11 @@ class EmbedderMismatchError(HindsightError):
     """A bank's vector collection was built with another embedder (name or dimension)."""
 
 
+class ConflictError(HindsightError):
+    """The document was stored again (a newer retain of the same id) while this retain ran; the newer one wins
+    and nothing of this one was kept."""
+
+
 class StoreError(HindsightError):
     """A storage backend failed or is unreachable."""
 

@@ -31,17 +31,17 @@ class ForgetPipeline:
         """Delete one memory, everything from a document (and the document), or every memory mentioning an
         entity; returns how many memories were deleted. Exactly one selector is given (checked by ``Bank``)."""
         store = self.store
+        if document_id is not None:
+            # The document and its units go in one transaction: a crash never leaves it without its memories.
+            gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner)
+            self.vectors.finish_delete(bank_id, gone)
+            return len(gone)
         if memory_id is not None:
             ids = [memory_id]
-        elif document_id is not None:
-            ids = store.units_of_document(bank_id, document_id)
         else:
             found = store.find_entity(bank_id, entity or "")
             ids = store.units_of_entity(bank_id, found.id) if found else []
-        deleted = self.delete_units(bank_id, ids)
-        if document_id is not None:
-            store.delete_document(bank_id, document_id)
-        return deleted
+        return self.delete_units(bank_id, ids)
 
     def delete_units(self, bank_id: str, ids: list[str]) -> int:
         """Delete units from the graph (marking their vectors), then their vectors; returns how many existed."""

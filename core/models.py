@@ -230,6 +230,9 @@ class Document(BaseModel):
     )
     owner: str | None = Field(None, description="the process extracting it, while pending or extracting")
     job_id: str | None = Field(None, description="the background job that extracts it, when deferred or resumed")
+    revision: str | None = Field(
+        None, description="changes whenever the content is stored again: a retain commits only onto its own revision"
+    )
 
 
 class JobStatus(StrEnum):

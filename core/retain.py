@@ -24,7 +24,7 @@ import numpy as np
 from .config import Settings
 from .embedding import Embedder
 from .entities import EntityResolver
-from .errors import EmptyExtractionError, ExtractionError, HindsightError, StoreError
+from .errors import ConflictError, EmptyExtractionError, ExtractionError, HindsightError, StoreError
 from .extract.base import ExtractedFact, Extractor
 from .extract.raw_extractor import RawExtractor
 from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
@@ -80,7 +80,6 @@ class RetainPipeline:
         document_metadata: dict[str, Any] | None = None,
         options: Mapping[str, Any] | None = None,
         deferred: bool = False,
-        job_id: str | None = None,
     ) -> tuple[Document, list[Message], list[str]]:
         """Validate the input and durably store the raw document before anything can fail.
 
@@ -102,7 +101,7 @@ class RetainPipeline:
             options=dict(options or {}),
             status=DocumentStatus.PENDING if deferred else DocumentStatus.EXTRACTING,
             owner=self.vectors.owner,
-            job_id=job_id,
+            revision=uuid.uuid4().hex,
         )
         self.store.put_document(doc)
         return doc, messages, warnings
@@ -110,9 +109,12 @@ class RetainPipeline:
     def fail(self, doc: Document, exc: BaseException) -> None:
         """Record why extraction failed on the kept document (a store that fails here too is only logged: the
         document stays held by this process's lease and is resumed later)."""
+        if isinstance(exc, ConflictError):
+            return  # a newer retain of the document owns it now
         try:
+            # Only the revision this retain stored: a newer one in progress must not be marked failed.
             self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.FAILED,
-                                           f"{type(exc).__name__}: {exc}"[:4000])
+                                           f"{type(exc).__name__}: {exc}"[:4000], revision=doc.revision)
         except Exception as store_exc:
             log.error("could not mark document %r failed: %s", doc.id, store_exc)
 
@@ -133,11 +135,10 @@ class RetainPipeline:
         timings: dict[str, float],
         vectors: np.ndarray | None = None,
     ) -> RetainResult:
-        """Resolve, embed (unless ``vectors`` are given), link and write the facts to both stores, then mark
-        the document done."""
-        result = self.store_facts(doc, facts, warnings, metadata, timings, vectors)
-        self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.DONE)
-        return result
+        """Resolve, embed (unless ``vectors`` are given), link and write the facts to both stores; the same
+        graph transaction marks the document done, provided it is still at the revision this retain read
+        (``ConflictError`` otherwise: a newer retain of it owns the document)."""
+        return self.store_facts(doc, facts, warnings, metadata, timings, vectors, revision=doc.revision)
 
     def store_facts(
         self,
@@ -148,6 +149,7 @@ class RetainPipeline:
         timings: dict[str, float] | None = None,
         vectors: np.ndarray | None = None,
         opinion_events: Callable[[list[Memory]], list[OpinionEvent]] | None = None,
+        revision: str | None = None,
     ) -> RetainResult:
         """Resolve, embed, link and write facts of ``doc`` (stored or not: reflect and background work write
         opinions and observations through here too). Units previously written for ``doc.id`` are replaced in
@@ -182,6 +184,8 @@ class RetainPipeline:
                 links=links,
                 replaces=old,
                 opinion_events=opinion_events(units) if opinion_events is not None else [],
+                document_id=doc.id,
+                revision=revision,
             )
             names = self._commit(bank_id, doc.id, batch, vectors)
             # Mentions of an entity another writer created meanwhile name the stored entity.
@@ -269,14 +273,12 @@ class RetainPipeline:
         metadata: dict[str, Any] | None = None,
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
-        job_id: str | None = None,
     ) -> RetainResult:
-        """Retain synchronously; see ``Bank.retain``. ``job_id``: the background job running it (deferred)."""
+        """Retain synchronously; see ``Bank.retain``."""
         timings: dict[str, float] = {}
         doc, messages, warnings = self.prepare(
             bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
             document_metadata=document_metadata, options=retain_options(extract, background, metadata),
-            job_id=job_id,
         )
         try:
             t = time.perf_counter()
@@ -290,6 +292,42 @@ class RetainPipeline:
                 raise
             raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
         self._after(result, extract if background is None else background)
+        return result
+
+    def retain_stored(self, doc: Document) -> RetainResult | None:
+        """Extract a document as stored (deferred, or resumed after a process died), without storing it again.
+
+        The document is claimed at the revision read (``extracting`` under this process's lease); if it was
+        stored again meanwhile, the newer retain owns it and None is returned. Options come from the
+        document's record. A failure marks this revision failed and is raised (the worker retries).
+        """
+        options = doc.options
+        extract = bool(options.get("extract", True))
+        if doc.revision is None:  # stored before revisions existed: give it one to commit onto
+            doc = doc.model_copy(update={"revision": uuid.uuid4().hex})
+            self.store.put_document(doc)
+        if not self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.EXTRACTING,
+                                              revision=doc.revision, owner=self.vectors.owner):
+            return None
+        from .inputs import document_input
+
+        timings: dict[str, float] = {}
+        warnings: list[str] = []
+        try:
+            messages, _ = normalise_messages(document_input(doc), doc.timestamp, warnings,
+                                             self.settings.max_document_chars)
+            t = time.perf_counter()
+            facts, vectors = self.extract(doc, messages, doc.context, extract)
+            timings["extract_ms" if vectors is None else "extract_embed_ms"] = _ms(t)
+            self.check_facts(doc, messages, facts)
+            result = self.commit(doc, facts, warnings, options.get("metadata") or None, timings, vectors)
+        except ConflictError:
+            return None
+        except BaseException as exc:
+            self.fail(doc, exc)
+            raise
+        background = options.get("background")
+        self._after(result, extract if background is None else bool(background))
         return result
 
     def _after(self, result: RetainResult, background: bool) -> None:

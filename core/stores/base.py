@@ -59,6 +59,11 @@ class UnitBatch:
     replaces: list[str] = field(default_factory=list)
     # History events written with the units (an opinion's "formed" step commits with the opinion itself).
     opinion_events: list[OpinionEvent] = field(default_factory=list)
+    # The stored document the units come from, at the revision the retain read: the commit checks it (else
+    # ``ConflictError``: a newer retain of that document owns it) and marks the document done in the same
+    # transaction. None for units of no stored document (opinions, observations).
+    document_id: str | None = None
+    revision: str | None = None
 
 
 @dataclass(frozen=True)
@@ -274,9 +279,11 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
         ...
 
     def set_document_status(
-        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
-    ) -> None:
-        """Mark a document extracted or failed (which releases its owner)."""
+        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None, *,
+        revision: str | None = None, owner: str | None = None,
+    ) -> bool:
+        """Set a document's status: ``extracting`` under ``owner``; done or failed release the owner. With
+        ``revision``, only if the document is still at that revision. Returns whether it was updated."""
         ...
 
     def list_documents(
@@ -321,6 +328,11 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
 
     def delete_document(self, bank_id: str, document_id: str) -> None:
         """Delete a raw document (its units are deleted separately)."""
+        ...
+
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
+        """Delete a document and every unit extracted from it in one transaction, marking their vectors (under
+        ``owner``); returns the ids of the deleted units."""
         ...
 
     def update_unit(

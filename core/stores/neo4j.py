@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from ..errors import StoreError
+from ..errors import ConflictError, StoreError
 from ..models import (
     BankProfile,
     Disposition,
@@ -327,6 +327,7 @@ class Neo4jGraphStore:
             metadata=json.loads(row.get("metadata") or "{}"), created_at=_dt(row["created_at"]),
             updated_at=_dt(row["updated_at"]), kind=DocumentKind(row["kind"]) if row.get("kind") else None,
             options=json.loads(row.get("options") or "{}"), owner=row.get("owner"), job_id=row.get("job_id"),
+            revision=row.get("revision"),
         )
 
     def put_document(self, document: Document) -> None:
@@ -335,13 +336,15 @@ class Neo4jGraphStore:
             "MERGE (d:Document {key: $key}) ON CREATE SET d.created_at = $created_at "
             "SET d.bank_id = $bank_id, d.id = $id, d.content = $content, d.context = $context, "
             "d.timestamp = $timestamp, d.status = $status, d.error = $error, d.metadata = $metadata, "
-            "d.updated_at = $updated_at, d.kind = $kind, d.options = $options, d.owner = $owner, d.job_id = $job_id",
+            "d.updated_at = $updated_at, d.kind = $kind, d.options = $options, d.owner = $owner, d.job_id = $job_id, "
+            "d.revision = $revision",
             key=_doc_key(document.bank_id, document.id), bank_id=document.bank_id, id=document.id,
             content=document.content, context=document.context, timestamp=_ts(document.timestamp),
             status=document.status.value, error=document.error,
             metadata=json.dumps(document.metadata, default=str), created_at=_ts(document.created_at),
             updated_at=_ts(document.updated_at), kind=document.kind.value if document.kind else None,
             options=json.dumps(document.options, default=str), owner=document.owner, job_id=document.job_id,
+            revision=document.revision,
         ).consume(), retry_duplicates=True)
 
     def get_document(self, bank_id: str, document_id: str) -> Document | None:
@@ -352,14 +355,18 @@ class Neo4jGraphStore:
         return self._document(rows[0]["d"]) if rows else None
 
     def set_document_status(
-        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
-    ) -> None:
-        """Mark a document extracted or failed (the owner is released once it is done or failed)."""
-        self._write(lambda tx: tx.run(
-            "MATCH (d:Document {key: $key}) SET d.status = $status, d.error = $error, "
-            "d.owner = CASE WHEN $status IN $active THEN d.owner ELSE null END",
+        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None, *,
+        revision: str | None = None, owner: str | None = None,
+    ) -> bool:
+        """Set a document's status (see ``GraphStore.set_document_status``); whether it was updated."""
+        rows = self._write(lambda tx: [r.data() for r in tx.run(
+            "MATCH (d:Document {key: $key}) WHERE $revision IS NULL OR d.revision = $revision "
+            "SET d.status = $status, d.error = $error, "
+            "d.owner = CASE WHEN $status IN $active THEN coalesce($owner, d.owner) ELSE null END RETURN d.id AS id",
             key=_doc_key(bank_id, document_id), status=status.value, error=error, active=_ACTIVE_DOCS,
-        ).consume())
+            revision=revision, owner=owner,
+        )])
+        return bool(rows)
 
     def list_documents(
         self, bank_id: str, status: DocumentStatus | None = None, prefix: str | None = None
@@ -378,6 +385,23 @@ class Neo4jGraphStore:
         self._write(lambda tx: tx.run(
             "MATCH (d:Document {key: $key}) DETACH DELETE d", key=_doc_key(bank_id, document_id)
         ).consume())
+
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
+        """Delete a document and its units in one transaction (vectors marked); returns the deleted unit ids."""
+        def work(tx: Any) -> list[str]:
+            ids = [r["id"] for r in tx.run(
+                "MATCH (u:Unit) WHERE u.bank_id = $bank AND u.document_id = $doc RETURN u.id AS id",
+                bank=bank_id, doc=document_id,
+            )]
+            if ids:
+                _delete_units_tx(tx, bank_id, ids, owner)
+            tx.run("MATCH (d:Document {key: $key}) DETACH DELETE d", key=_doc_key(bank_id, document_id)).consume()
+            return ids
+
+        try:
+            return self._write(work, retry_duplicates=True)
+        finally:
+            self._stale(bank_id)
 
     # units ---------------------------------------------------------------------------------------
     def add_units(self, bank_id: str, batch: UnitBatch, owner: str | None = None) -> dict[str, str]:
@@ -408,6 +432,19 @@ class Neo4jGraphStore:
         events = [_event_props(bank_id, e, i) for i, e in enumerate(batch.opinion_events)]
 
         def work(tx: Any) -> dict[str, str]:
+            if batch.document_id is not None and batch.revision is not None:
+                # Writing first locks the document (Neo4j) or conflicts (ArcadeDB): a concurrent re-put waits.
+                rec = tx.run(
+                    "MATCH (d:Document {key: $key}) SET d.write_token = $token RETURN d.revision AS revision",
+                    key=_doc_key(bank_id, batch.document_id), token=uuid.uuid4().hex,
+                ).single()
+                if rec is None or rec["revision"] != batch.revision:
+                    raise ConflictError(
+                        f"document {batch.document_id!r} was stored again (or forgotten) while this retain ran; "
+                        "the newer retain's memories are kept and nothing of this one was stored"
+                    )
+                tx.run("MATCH (d:Document {key: $key}) SET d.status = 'done', d.error = null, d.owner = null",
+                       key=_doc_key(bank_id, batch.document_id)).consume()
             if batch.replaces:
                 _delete_units_tx(tx, bank_id, list(dict.fromkeys(batch.replaces)), owner)
             remap: dict[str, str] = {}

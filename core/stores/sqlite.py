@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..errors import StoreError
+from ..errors import ConflictError, StoreError
 from ..models import (
     BankProfile,
     Disposition,
@@ -61,7 +61,7 @@ CREATE TABLE IF NOT EXISTS documents (
     bank_id TEXT NOT NULL REFERENCES banks(id) ON DELETE CASCADE, id TEXT NOT NULL,
     content TEXT NOT NULL, context TEXT, timestamp REAL, status TEXT NOT NULL, error TEXT,
     metadata TEXT NOT NULL DEFAULT '{}', created_at REAL NOT NULL, updated_at REAL NOT NULL,
-    kind TEXT, options TEXT NOT NULL DEFAULT '{}', owner TEXT, job_id TEXT,
+    kind TEXT, options TEXT NOT NULL DEFAULT '{}', owner TEXT, job_id TEXT, revision TEXT,
     PRIMARY KEY (bank_id, id)
 );
 CREATE INDEX IF NOT EXISTS documents_status ON documents (status);
@@ -175,7 +175,7 @@ def _migrate(con: sqlite3.Connection) -> None:
         con.execute("ALTER TABLE documents ADD COLUMN updated_at REAL NOT NULL DEFAULT 0")
         con.execute("UPDATE documents SET updated_at = created_at")
     if cols and "kind" not in cols:
-        for col in ("kind TEXT", "options TEXT NOT NULL DEFAULT '{}'", "owner TEXT", "job_id TEXT"):
+        for col in ("kind TEXT", "options TEXT NOT NULL DEFAULT '{}'", "owner TEXT", "job_id TEXT", "revision TEXT"):
             con.execute(f"ALTER TABLE documents ADD COLUMN {col}")
     job_cols = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
     if job_cols and "owner" not in job_cols:
@@ -527,7 +527,7 @@ class SQLiteGraphStore:
             timestamp=_dt(row["timestamp"]), status=DocumentStatus(row["status"]), error=row["error"],
             metadata=json.loads(row["metadata"]), created_at=_dt(row["created_at"]), updated_at=_dt(row["updated_at"]),
             kind=DocumentKind(row["kind"]) if row["kind"] else None, options=json.loads(row["options"] or "{}"),
-            owner=row["owner"], job_id=row["job_id"],
+            owner=row["owner"], job_id=row["job_id"], revision=row["revision"],
         )
 
     def put_document(self, document: Document) -> None:
@@ -535,17 +535,17 @@ class SQLiteGraphStore:
         with self._tx() as con:
             con.execute(
                 "INSERT INTO documents (bank_id, id, content, context, timestamp, status, error, metadata, "
-                "created_at, updated_at, kind, options, owner, job_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bank_id, id) DO UPDATE SET "
+                "created_at, updated_at, kind, options, owner, job_id, revision) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bank_id, id) DO UPDATE SET "
                 "content = excluded.content, context = excluded.context, timestamp = excluded.timestamp, "
                 "status = excluded.status, error = excluded.error, metadata = excluded.metadata, "
                 "updated_at = excluded.updated_at, kind = excluded.kind, options = excluded.options, "
-                "owner = excluded.owner, job_id = excluded.job_id",
+                "owner = excluded.owner, job_id = excluded.job_id, revision = excluded.revision",
                 (document.bank_id, document.id, document.content, document.context, _ts(document.timestamp),
                  document.status.value, document.error, json.dumps(document.metadata, default=str),
                  _ts(document.created_at), _ts(document.updated_at),
                  document.kind.value if document.kind else None, json.dumps(document.options, default=str),
-                 document.owner, document.job_id),
+                 document.owner, document.job_id, document.revision),
             )
 
     def get_document(self, bank_id: str, document_id: str) -> Document | None:
@@ -556,15 +556,17 @@ class SQLiteGraphStore:
         return self._document(row) if row else None
 
     def set_document_status(
-        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None
-    ) -> None:
-        """Mark a document extracted or failed (the owner is released once it is done or failed)."""
+        self, bank_id: str, document_id: str, status: DocumentStatus, error: str | None = None, *,
+        revision: str | None = None, owner: str | None = None,
+    ) -> bool:
+        """Set a document's status (see ``GraphStore.set_document_status``); whether it was updated."""
+        active = status in (DocumentStatus.PENDING, DocumentStatus.EXTRACTING)
         with self._tx() as con:
-            con.execute(
-                "UPDATE documents SET status = ?, error = ?, "
-                "owner = CASE WHEN ? IN ('pending', 'extracting') THEN owner END WHERE bank_id = ? AND id = ?",
-                (status.value, error, status.value, bank_id, document_id),
-            )
+            return con.execute(
+                "UPDATE documents SET status = ?, error = ?, owner = CASE WHEN ? THEN coalesce(?, owner) END "
+                "WHERE bank_id = ? AND id = ? AND (? IS NULL OR revision IS ?)",
+                (status.value, error, active, owner, bank_id, document_id, revision, revision),
+            ).rowcount == 1
 
     def list_documents(
         self, bank_id: str, status: DocumentStatus | None = None, prefix: str | None = None
@@ -587,6 +589,15 @@ class SQLiteGraphStore:
         with self._tx() as con:
             con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
 
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
+        """Delete a document and its units in one transaction (vectors marked); returns the deleted unit ids."""
+        with self._tx() as con:
+            ids = [r[0] for r in con.execute("SELECT id FROM units WHERE bank_id = ? AND document_id = ?",
+                                             (bank_id, document_id))]
+            self._delete_units(con, bank_id, ids, owner)
+            con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
+        return ids
+
     # units ---------------------------------------------------------------------------------------
     def add_units(self, bank_id: str, batch: UnitBatch, owner: str | None = None) -> dict[str, str]:
         """Commit one retain atomically (see ``GraphStore.add_units``); returns entity id -> stored name."""
@@ -594,6 +605,16 @@ class SQLiteGraphStore:
         keywords = keyword_columns([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
         new_ids = [u.id for u in batch.units]
         with self._tx() as con:
+            if batch.document_id is not None and batch.revision is not None:
+                row = con.execute("SELECT revision FROM documents WHERE bank_id = ? AND id = ?",
+                                  (bank_id, batch.document_id)).fetchone()
+                if row is None or row[0] != batch.revision:
+                    raise ConflictError(
+                        f"document {batch.document_id!r} was stored again (or forgotten) while this retain ran; "
+                        "the newer retain's memories are kept and nothing of this one was stored"
+                    )
+                con.execute("UPDATE documents SET status = 'done', error = NULL, owner = NULL "
+                            "WHERE bank_id = ? AND id = ?", (bank_id, batch.document_id))
             if batch.replaces:
                 self._delete_units(con, bank_id, batch.replaces, owner)
             remap: dict[str, str] = {}
