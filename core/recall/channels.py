@@ -86,7 +86,7 @@ def temporal(
             vectors = index.get_embeddings(bank_id, [i for i, _ in inside])
             if not vectors:
                 return []
-            ids = list(vectors)
+            ids = sorted(vectors)  # a fixed order: equal similarities are ranked by id
             sims = np.stack([vectors[i] for i in ids]) @ np.asarray(query_vector, dtype=np.float32)
             top = np.argsort(-sims, kind="stable")[:k]
             return [(ids[j], float(sims[j])) for j in top]
@@ -137,6 +137,11 @@ def spread_over_neighbors(
                 activation[edge.target_id] = value
                 nxt[edge.target_id] = value
         # Only the strongest part of the frontier spreads further: bounds the work per hop.
-        frontier = dict(sorted(nxt.items(), key=lambda kv: -kv[1])[: settings.graph_k])
-    ranked = sorted(activation.items(), key=lambda kv: -kv[1])
+        frontier = dict(sorted(nxt.items(), key=_by_value)[: settings.graph_k])
+    ranked = sorted(activation.items(), key=_by_value)
     return ranked[: settings.graph_k]
+
+
+def _by_value(kv: tuple[str, float]) -> tuple[float, str]:
+    # Equal activations are common (same link weights): ordered by id, never by the order rows came back in.
+    return -kv[1], kv[0]

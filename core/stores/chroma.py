@@ -20,6 +20,7 @@ import numpy as np
 
 from ..errors import EmbedderMismatchError, StoreError
 from .base import translate_errors
+from .exact_vectors import BankVectors, ExactCache, supported
 from .process_guard import ProcessGuard
 
 _OPEN: dict[str, ChromaVectorIndex] = {}  # embedded indexes open in this process, by real path
@@ -49,9 +50,16 @@ class ChromaVectorIndex:
         make_client: Callable[[], Any] | None = None,
         guard_path: str | None = None,
         lock_timeout: float = 30.0,
+        exact_limit: int = 20_000,
     ) -> None:
-        """Wrap ``client``; or, with ``guard_path``, clients made by ``make_client`` under a process guard."""
+        """Wrap ``client``; or, with ``guard_path``, clients made by ``make_client`` under a process guard.
+
+        Banks of at most ``exact_limit`` vectors are searched exactly from an in-memory copy (see
+        ``exact_vectors``; 0 turns it off). Only a client that no other process writes to behind this one's
+        back may keep such a copy: the server client does not.
+        """
         self.client = client
+        self._exact = ExactCache(max_bank=exact_limit)
         self.path = guard_path
         self._make_client = make_client
         self._collections: dict[str, Any] = {}
@@ -100,7 +108,8 @@ class ChromaVectorIndex:
             client.heartbeat()
         except Exception as exc:  # chromadb raises several unrelated types for connection failures
             raise StoreError(f"cannot reach Chroma server at http://{host}:{port}: {exc}") from exc
-        return cls(client)
+        # Other clients write to the server unseen: no in-memory copy, the server's HNSW answers every query.
+        return cls(client, exact_limit=0)
 
     @classmethod
     def ephemeral(cls) -> ChromaVectorIndex:
@@ -128,6 +137,7 @@ class ChromaVectorIndex:
         SharedSystemClient._identifier_to_system.pop(self.path or "", None)
         SharedSystemClient._identifier_to_refcount.pop(self.path or "", None)
         self._collections.clear()  # Collection objects of a closed client are dead
+        self._exact.drop()  # another process wrote: the disk is the truth again
         assert self._make_client is not None
         self.client = self._make_client()
 
@@ -141,6 +151,32 @@ class ChromaVectorIndex:
                     col.query(query_embeddings=np.ones((1, dim), dtype=np.float32), n_results=1, include=[])
         except Exception as exc:
             raise StoreError(f"{type(exc).__name__}: {exc}") from exc
+
+    def _cached(self, bank_id: str) -> BankVectors | None:
+        """The bank's in-memory copy for exact search (loaded on first use), or None (too large, or off)."""
+        if self._exact.max_bank <= 0:
+            return None
+        col = self._collection(bank_id)
+
+        def load() -> BankVectors:
+            ids: list[str] = []
+            vectors: list[Any] = []
+            metas: list[dict[str, Any]] = []
+            offset, page = 0, 5000
+            while True:
+                res = col.get(include=["embeddings", "metadatas"], limit=page, offset=offset)
+                ids += res["ids"]
+                if res["embeddings"] is not None:
+                    vectors += list(res["embeddings"])
+                metas += [m or {} for m in (res["metadatas"] or [{}] * len(res["ids"]))]
+                if len(res["ids"]) < page:
+                    break
+                offset += page
+            dim = int((col.metadata or {}).get("dimension", 0)) or (len(vectors[0]) if vectors else 0)
+            matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), dim)
+            return BankVectors(ids, matrix, metas)
+
+        return self._exact.get(bank_id, size=lambda: int(col.count()), load=load)
 
     def _collection(self, bank_id: str) -> Any:
         col = self._collections.get(bank_id)
@@ -205,12 +241,18 @@ class ChromaVectorIndex:
         with self._writing():
             col = self._collection(bank_id)
             max_batch = 5000
-            for i in range(0, len(ids), max_batch):
-                col.upsert(
-                    ids=list(ids[i : i + max_batch]),
-                    embeddings=np.asarray(embeddings[i : i + max_batch], dtype=np.float32),
-                    metadatas=[_clean_meta(m) for m in metadatas[i : i + max_batch]],
-                )
+            metas = [_clean_meta(m) for m in metadatas]
+            try:
+                for i in range(0, len(ids), max_batch):
+                    col.upsert(
+                        ids=list(ids[i : i + max_batch]),
+                        embeddings=np.asarray(embeddings[i : i + max_batch], dtype=np.float32),
+                        metadatas=metas[i : i + max_batch],
+                    )
+            except BaseException:
+                self._exact.drop(bank_id)  # partly written: the copy is reloaded from the index
+                raise
+            self._exact.upsert(bank_id, list(ids), np.asarray(embeddings, dtype=np.float32), metas)
 
     def query(
         self, bank_id: str, embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
@@ -219,6 +261,9 @@ class ChromaVectorIndex:
         if k <= 0:
             return []
         with self._reading():
+            cached = self._cached(bank_id) if supported(where) else None
+            if cached is not None:
+                return cached.search(np.asarray(embedding, dtype=np.float32).reshape(1, -1), k, where)[0]
             res = self._collection(bank_id).query(
                 query_embeddings=np.asarray(embedding, dtype=np.float32).reshape(1, -1),
                 n_results=k,
@@ -233,6 +278,9 @@ class ChromaVectorIndex:
         """``query`` for each row of ``embeddings`` in one call per 500 rows."""
         out: list[list[tuple[str, float]]] = []
         with self._reading():
+            cached = self._cached(bank_id)
+            if cached is not None:
+                return cached.search(np.asarray(embeddings, dtype=np.float32), k)
             col = self._collection(bank_id)
             for i in range(0, len(embeddings), 500):
                 res = col.query(
@@ -249,6 +297,9 @@ class ChromaVectorIndex:
         if not ids:
             return {}
         with self._reading():
+            cached = self._cached(bank_id)
+            if cached is not None:
+                return cached.vectors_of(ids)
             res = self._collection(bank_id).get(ids=list(ids), include=["embeddings"])
         embs = res["embeddings"]
         if embs is None:
@@ -272,7 +323,10 @@ class ChromaVectorIndex:
         """Remove vectors."""
         if ids:
             with self._writing():
-                self._collection(bank_id).delete(ids=list(ids))
+                try:
+                    self._collection(bank_id).delete(ids=list(ids))
+                finally:
+                    self._exact.delete(bank_id, list(ids))
 
     def drop_bank(self, bank_id: str) -> None:
         """Remove the bank's collection (no error if it never existed; any other failure is raised)."""
@@ -281,6 +335,7 @@ class ChromaVectorIndex:
         with self._writing(), self._lock:
             self._collections.pop(bank_id, None)
             self._known.pop(bank_id, None)
+            self._exact.drop(bank_id)
             try:
                 self.client.delete_collection(collection_name(bank_id))
             except NotFoundError:
@@ -305,6 +360,7 @@ class ChromaVectorIndex:
         For a damaged index: nothing in it is trusted, so the directory is removed under the exclusive lock
         and every process reloads on its next access. Other clients are reset through Chroma's own API.
         """
+        self._exact.drop()
         if self._guard is None:
             for col in self.client.list_collections():
                 self.client.delete_collection(col.name)

@@ -902,8 +902,8 @@ class Neo4jGraphStore:
                 if value > activation.get(r["id"], 0.0):
                     activation[r["id"]] = value
                     nxt[r["id"]] = value
-            frontier = dict(sorted(nxt.items(), key=lambda kv: -kv[1])[:k])
-        return sorted(activation.items(), key=lambda kv: -kv[1])[:k]
+            frontier = dict(sorted(nxt.items(), key=lambda kv: (-kv[1], kv[0]))[:k])
+        return sorted(activation.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
 
     # background jobs -----------------------------------------------------------------------------
     @staticmethod

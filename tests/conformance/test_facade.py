@@ -215,3 +215,23 @@ def test_open_from_environment(servers: ServerEnv, embedder: Any, monkeypatch: p
         assert mems and "violin" in mems[0].text
         vec = hs.index.get_embeddings(bank_id, [mems[0].id])[mems[0].id]
         assert np.linalg.norm(vec) == pytest.approx(1.0, abs=1e-3)
+
+
+def test_recall_is_repeatable_and_survives_reopen(backend: Backend, embedder: Any, bank_id: str) -> None:
+    """The same store and query give the same memories in the same order: again, from several threads at once,
+    and after the store is closed and reopened (HNSW replays unsaved records into a new graph on reopen, so the
+    embedded index ranks small banks exactly; the server's index is the same one across client reopens)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def run(hs: Hindsight) -> list[list[tuple[str, float | None]]]:
+        bank = hs.bank(bank_id)
+        return [[(m.id, m.score) for m in bank.recall(q, budget=600, reference_time=T0).memories] for q in QUERIES]
+
+    with backend.open(embedder) as hs:
+        fill(hs, bank_id)
+        first = run(hs)
+        assert first == run(hs)
+        with ThreadPoolExecutor(4) as pool:
+            assert all(r == first for r in pool.map(lambda _: run(hs), range(4)))
+    with backend.open(embedder) as hs:
+        assert run(hs) == first
