@@ -110,3 +110,30 @@ def test_upgrade_from_the_english_analysed_layout(servers: ServerEnv) -> None:
     ids = [i for i, _ in upgraded.keyword_search("legacy", "Where did Oscar go running?", 10)]
     assert set(ids) == {"u1", "u3", "u4"}
     upgraded.close()
+
+
+def test_upgrade_merges_entities_that_one_normalised_name_makes_one(servers: ServerEnv) -> None:
+    """Version 2 keyed entities by the casefolded name, so "Zoë" and "Zoe" could be two entities; opening the
+    database re-keys every entity with ``normalise_name`` and merges those that became one."""
+    import json
+
+    from test_graph_store import seed
+
+    store = server_store(servers)
+    store.clear_all()
+    seed(store, "legacy")
+    for name, eid, unit in (("Zoë", "e_zoe1", "u0"), ("Zoe", "e_zoe2", "u1"), ("ZOE", "e_zoe3", "u2")):
+        key = json.dumps(["legacy", name.casefold() + ("" if name != "ZOE" else " ")], ensure_ascii=False)
+        store._run("CREATE (e:Entity {id: $id, bank_id: 'legacy', name: $name, norm: $norm, key: $key, "
+                   "type: 'PERSON', aliases: [], mention_count: 1})", id=eid, name=name, norm=name.casefold(), key=key)
+        store._run("MATCH (u:Unit {id: $u}), (e:Entity {id: $e}) CREATE (u)-[:MENTIONS]->(e)", u=unit, e=eid)
+    store._run("MATCH (s:Schema) SET s.version = 2")
+    assert "duplicate_entity" in store.check_bank("legacy")
+    store.close()
+
+    upgraded = server_store(servers)
+    zoe = [e for e in upgraded.list_entities("legacy") if e.name.casefold().startswith("zo")]
+    assert len(zoe) == 1 and zoe[0].mention_count == 3
+    assert upgraded.check_bank("legacy") == {}
+    assert upgraded._run("MATCH (s:Schema {id: 'hindsight'}) RETURN s.version AS v")[0]["v"] == SCHEMA_VERSION
+    upgraded.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from test_graph_store import seed
+from test_graph_store import T0, seed
 
 from hindsight_core.stores.sqlite import SCHEMA_VERSION, SQLiteGraphStore
 
@@ -61,3 +61,45 @@ def test_keyword_statistics_follow_every_write(tmp_path: Path) -> None:
     assert con.execute("SELECT count(*) FROM keyword_terms WHERE bank_id = 'c'").fetchone()[0] == 0
     assert [i for i, _ in store.keyword_search("b", "volcano", 5)] == ["u0"]
     store.close()
+
+
+def test_v3_file_upgrades_to_unique_entities_leases_and_revisions(tmp_path: Path) -> None:
+    """A file of the previous layout: entity names keyed by casefold only (so "Zoë" and "Zoe" were two
+    entities), no leases, marks, revisions or document kinds, a job left running by a process long gone."""
+    from hindsight_core.models import Job, JobStatus
+
+    path = tmp_path / "graph.sqlite"
+    store = SQLiteGraphStore(path)
+    seed(store, "b")
+    store.close()
+    con = sqlite3.connect(path)
+    con.execute("DROP INDEX entities_bank_norm_unique")
+    con.execute("CREATE INDEX entities_bank_norm ON entities (bank_id, norm)")
+    for name, norm, eid, unit in (("Zoë", "zoë", "e_zoe1", "u0"), ("Zoe", "zoe", "e_zoe2", "u1"),
+                                  ("ZOE", "zoe", "e_zoe3", "u2")):
+        con.execute("INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count) "
+                    "VALUES (?, 'b', ?, ?, 'PERSON', '[]', 1)", (eid, name, norm))
+        con.execute("INSERT INTO mentions (unit_id, entity_id) VALUES (?, ?)", (unit, eid))
+    for col in ("kind", "options", "owner", "job_id", "revision"):
+        con.execute(f"ALTER TABLE documents DROP COLUMN {col}")
+    con.execute("ALTER TABLE jobs DROP COLUMN owner")
+    con.execute("INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, created_at, run_after) "
+                "VALUES ('old-job', 'b', 'observations', '{}', 'running', 1, 0, 0)")
+    for table in ("owners", "vector_marks", "opinion_evidence"):
+        con.execute(f"DROP TABLE {table}")
+    con.execute("UPDATE meta SET value = '3' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+
+    upgraded = SQLiteGraphStore(path)
+    zoe = [e for e in upgraded.list_entities("b") if e.name.casefold().startswith("zo")]
+    assert len(zoe) == 1 and zoe[0].mention_count == 3  # one person, all three mentions
+    assert upgraded.check_bank("b") == {}
+    assert upgraded.get_document("b", "doc1").kind is None  # type: ignore[union-attr]  # recorded as unknown
+    released = upgraded.release_owners([], "me", T0)
+    assert released.jobs == 1  # held by nobody: a process from before leases, long gone
+    assert {j.id: j.status for j in upgraded.list_jobs()}["old-job"] == JobStatus.QUEUED
+    upgraded.enqueue_job(Job(id="new-job", bank_id="b", kind="k"))  # and the new columns work
+    con = upgraded._con()
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == SCHEMA_VERSION
+    upgraded.close()

@@ -274,3 +274,35 @@ def test_backend_errors_are_store_errors(store: GraphStore, bank_id: str) -> Non
         store.add_units(bank_id, UnitBatch(units=[unit("u0", bank_id, "duplicate id", 1)]))
     assert store.get_units(bank_id, ["u0"])[0].text.startswith("Melanie")
 
+
+
+def test_a_commit_lands_only_on_its_own_revision(backend: Backend, bank_id: str) -> None:
+    """A retain commits (and marks its document done) only if the document is still the revision it stored;
+    a newer put of the same document wins, and a stale retain changes nothing."""
+    from hindsight_core.errors import ConflictError
+
+    s = backend.store()
+    s.create_bank(BankProfile(id=bank_id, name="b"))
+    s.put_document(Document(id="d", bank_id=bank_id, content="v1", status=DocumentStatus.EXTRACTING, owner="p",
+                            revision="r1"))
+    def of_d(uid: str, text: str) -> Any:
+        return unit(uid, bank_id, text, 1).model_copy(update={"document_id": "d"})
+
+    s.add_units(bank_id, UnitBatch(units=[of_d("a1", "version one")], document_id="d", revision="r1"))
+    doc = s.get_document(bank_id, "d")
+    assert doc is not None and (doc.status, doc.owner) == (DocumentStatus.DONE, None)
+    s.put_document(Document(id="d", bank_id=bank_id, content="v2", status=DocumentStatus.EXTRACTING, owner="p",
+                            revision="r2"))
+    with pytest.raises(ConflictError):  # a slow retain of r1 arrives after r2 was stored
+        s.add_units(bank_id, UnitBatch(units=[of_d("a2", "stale")], replaces=["a1"], document_id="d",
+                                       revision="r1"))
+    assert s.unit_ids(bank_id) == {"a1"}
+    assert not s.set_document_status(bank_id, "d", DocumentStatus.FAILED, "stale", revision="r1")
+    assert s.set_document_status(bank_id, "d", DocumentStatus.EXTRACTING, revision="r2", owner="q")
+    doc = s.get_document(bank_id, "d")
+    assert doc is not None and (doc.status, doc.owner, doc.revision) == (DocumentStatus.EXTRACTING, "q", "r2")
+    s.forget_document(bank_id, "d", owner="p")
+    with pytest.raises(ConflictError):  # forgotten meanwhile: nothing may bring it back
+        s.add_units(bank_id, UnitBatch(units=[of_d("a3", "late")], document_id="d", revision="r2"))
+    assert s.unit_ids(bank_id) == set() and s.get_document(bank_id, "d") is None
+    assert s.vector_marks("p") == [(bank_id, "a1")]
