@@ -367,3 +367,38 @@ def test_demo_reflects_with_two_dispositions() -> None:
     assert [o["confidence"] for o in first["opinions"] + second["opinions"]] == [0.9, 0.4]
     printed = "\n".join(lines)
     assert "opinion (confidence 0.90)" in printed and "opinion (confidence 0.40)" in printed
+
+
+# ------------------------------------------------------------------------------------------------
+# check
+# ------------------------------------------------------------------------------------------------
+def test_check_finds_what_a_crash_left_and_repair_fixes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from hindsight_core import Hindsight
+    from hindsight_core.models import DocumentStatus
+
+    store = tmp_path / "memory"
+    with Hindsight.open(store, start_worker=False) as hs:
+        hs.bank("c").retain(MESSAGES, document_id="d", extract=False, background=False)
+        ids = sorted(hs.store.unit_ids("c"))
+        hs.index.delete("c", ids[:1])  # a vector lost
+        hs.store.delete_units("c", ids[1:2])  # a forget that died before its vector was removed
+        hs.store.put_document(hs.store.get_document("c", "d").model_copy(  # type: ignore[union-attr]
+            update={"id": "stuck", "status": DocumentStatus.EXTRACTING, "owner": "a-process-long-gone"}))
+    code, out, _ = run(store, capsys, "check")
+    assert code == 1
+    assert "missing vector: 1" in out and "orphan vector: 1" in out and "stuck document: 1" in out
+    report = run_json_status(store, capsys, 1, "check", "c")
+    assert report["ok"] is False and report["banks"][0]["counts"]["missing_vector"] == 1
+    code, out, _ = run(store, capsys, "check", "--repair")
+    assert code == 0 and "c: ok" in out, out and "documents resumed 1" in out
+    assert run_json_status(store, capsys, 0, "check")["ok"] is True
+    code, _, err = run(store, capsys, "check", "nope")
+    assert code == 2 and "no bank 'nope'" in err
+    code, _, err = run(tmp_path / "nothing-here", capsys, "check")
+    assert code == 2 and "no memory store" in err
+
+
+def run_json_status(store: Path, capsys: pytest.CaptureFixture[str], status: int, *args: str) -> Any:
+    code, out, err = run(store, capsys, "--json", *args)
+    assert code == status, err
+    return json.loads(out)

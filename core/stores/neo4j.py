@@ -1008,26 +1008,29 @@ class Neo4jGraphStore:
 
         def work(tx: Any) -> Released:
             out = Released()
+            # Held by nobody, by a dead owner, or by an owner whose node is gone (removed, or never registered).
+            live = [r["id"] for r in tx.run("MATCH (o:Owner) WHERE NOT o.id IN $dead RETURN o.id AS id", dead=dead_ids)]
+            gone = "(x.owner IS NULL OR NOT x.owner IN $live)"
             out.jobs = int(tx.run(
-                "MATCH (j:Job) WHERE j.status = 'running' AND (j.owner IS NULL OR j.owner IN $dead) "
-                "SET j.status = 'queued', j.owner = null RETURN count(j) AS n", dead=dead_ids,
+                f"MATCH (x:Job) WHERE x.status = 'running' AND {gone} "
+                "SET x.status = 'queued', x.owner = null RETURN count(x) AS n", live=live,
             ).single()["n"])
             # Documents waiting for a job that is still queued or running are in hand; the rest pass to the reaper.
             tx.run(
-                "MATCH (d:Document) WHERE d.status IN $active AND (d.owner IS NULL OR d.owner IN $dead) "
-                "MATCH (j:Job {id: d.job_id}) WHERE j.status IN ['queued', 'running'] "
-                "SET d.status = 'pending', d.owner = null", active=_ACTIVE_DOCS, dead=dead_ids,
+                f"MATCH (x:Document) WHERE x.status IN $active AND {gone} "
+                "MATCH (j:Job {id: x.job_id}) WHERE j.status IN ['queued', 'running'] "
+                "SET x.status = 'pending', x.owner = null", active=_ACTIVE_DOCS, live=live,
             ).consume()
             out.documents = [(r["bank"], r["id"]) for r in tx.run(
-                "MATCH (d:Document) WHERE d.status IN $active AND (d.owner IS NULL OR d.owner IN $dead) "
-                "OPTIONAL MATCH (j:Job {id: d.job_id}) WITH d, j "
+                f"MATCH (x:Document) WHERE x.status IN $active AND {gone} "
+                "OPTIONAL MATCH (j:Job {id: x.job_id}) WITH x, j "
                 "WHERE j IS NULL OR NOT j.status IN ['queued', 'running'] "
-                "SET d.owner = $reaper RETURN d.bank_id AS bank, d.id AS id",
-                active=_ACTIVE_DOCS, dead=dead_ids, reaper=reaper,
+                "SET x.owner = $reaper RETURN x.bank_id AS bank, x.id AS id",
+                active=_ACTIVE_DOCS, live=live, reaper=reaper,
             )]
             out.vector_marks = int(tx.run(
-                "MATCH (m:VectorMark) WHERE m.owner IS NULL OR m.owner IN $dead SET m.owner = $reaper "
-                "RETURN count(m) AS n", dead=dead_ids, reaper=reaper,
+                f"MATCH (x:VectorMark) WHERE {gone} SET x.owner = $reaper RETURN count(x) AS n",
+                live=live, reaper=reaper,
             ).single()["n"])
             out.owners = int(tx.run(
                 "MATCH (o:Owner) WHERE o.id IN $dead DELETE o RETURN count(o) AS n", dead=dead_ids,

@@ -144,11 +144,10 @@ class ProcessGuard:
         if dirty:
             if not exclusive:
                 return False, gen
-            self._reload()
-            self.reloads += 1
             try:
+                self._load()
                 self._probe()
-            except StoreError as exc:
+            except Exception as exc:
                 raise VectorIndexDamagedError(
                     f"the vector index at {self.gen_path[:-4]} is damaged (a process died while writing it): {exc}"
                 ) from exc
@@ -156,10 +155,17 @@ class ProcessGuard:
             self._write_gen(gen, dirty=False)
             self._seen = gen
         elif gen != self._seen:
-            self._reload()
-            self.reloads += 1
+            try:
+                self._load()
+            except Exception as exc:  # files Chroma cannot open: derived data, rebuilt from the graph store
+                raise VectorIndexDamagedError(f"the vector index at {self.gen_path[:-4]} cannot be opened: "
+                                              f"{exc}") from exc
             self._seen = gen
         return True, gen
+
+    def _load(self) -> None:
+        self._reload()
+        self.reloads += 1
 
     def _lock(self, mode: int, what: str) -> None:
         if self._fd is None:

@@ -1147,7 +1147,8 @@ class SQLiteGraphStore:
         """Take back what dead owners held (see ``Leases.release_owners``)."""
         dead_ids = [d for d in dict.fromkeys(dead) if d != reaper]
         marks = ",".join("?" * len(dead_ids)) or "NULL"
-        gone = f"(owner IS NULL OR owner IN ({marks}))"
+        # Held by nobody, by a dead owner, or by an owner whose row is gone (removed, or never registered).
+        gone = f"(owner IS NULL OR owner IN ({marks}) OR owner NOT IN (SELECT id FROM owners))"
         out = Released()
         with self._tx() as con:
             out.jobs = con.execute(
@@ -1155,7 +1156,7 @@ class SQLiteGraphStore:
             ).rowcount
             # Documents waiting for a job that is still queued or running are in hand (the job will extract
             # them); the rest pass to the reaper, which resumes them.
-            doc_gone = gone.replace("owner", "d.owner")
+            doc_gone = f"(d.owner IS NULL OR d.owner IN ({marks}) OR d.owner NOT IN (SELECT id FROM owners))"
             has_job = "EXISTS (SELECT 1 FROM jobs j WHERE j.id = d.job_id AND j.status IN ('queued', 'running'))"
             con.execute(
                 f"UPDATE documents AS d SET status = 'pending', owner = NULL WHERE d.status IN (?, ?) AND {doc_gone} "

@@ -26,7 +26,7 @@ from hindsight_core.models import (
     TimeRange,
 )
 from hindsight_core.recall import channels
-from hindsight_core.stores.base import GraphStore, Mention, UnitBatch
+from hindsight_core.stores.base import GraphStore, Mention, Owner, UnitBatch
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 
@@ -338,6 +338,8 @@ def test_jobs(backend: Backend, bank_id: str) -> None:
     again = s.claim_job(day(4.5))
     assert again is not None and (again.id, again.attempts, again.error) == ("j-first", 2, "boom")
     s.finish_job("j-first", error="gave up")
+    for proc in ("proc-a", "proc-b"):
+        s.register_owner(Owner(id=proc, host="h", pid=1, started_at=day(6), heartbeat_at=day(6)))
     late = s.claim_job(day(6), owner="proc-a")
     assert late is not None and late.id == "j-late" and late.payload == {"e": ["x"]} and late.owner == "proc-a"
     assert s.list_jobs(bank_id)[-1].owner == "proc-a"
