@@ -13,6 +13,7 @@ from conformance_support import Backend, ServerEnv
 
 from hindsight_core import Hindsight
 from hindsight_core.errors import StoreError
+from hindsight_core.integrity import check
 from hindsight_core.models import Memory, Network
 from hindsight_core.stores.base import UnitBatch
 
@@ -235,3 +236,23 @@ def test_recall_is_repeatable_and_survives_reopen(backend: Backend, embedder: An
             assert all(r == first for r in pool.map(lambda _: run(hs), range(4)))
     with backend.open(embedder) as hs:
         assert run(hs) == first
+
+
+def test_a_half_done_forget_does_not_break_the_next_retain(backend: Backend, embedder: Any, bank_id: str) -> None:
+    """The graph half of a forget landed and the vector half did not: the next retain of similar text must not
+    link to the leftover vector (it used to fail with a foreign-key error on SQLite and silently drop the link
+    on Bolt), and recall must not rank it."""
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        first = bank.retain([msg("Ana", "I adopted a kitten named Biscuit.", "k1")], timestamp=T0, extract=False,
+                            background=False)
+        hs.store.delete_units(bank_id, first.memory_ids)  # the vector stays behind
+        assert hs.index.ids(bank_id) == set(first.memory_ids)
+        again = bank.retain([msg("Ana", "I adopted a kitten called Biscuit!", "k2")], timestamp=T0, extract=False,
+                            background=False)
+        assert again.memories and again.links == 0  # no link to the forgotten unit's vector
+        got = bank.recall("kitten Biscuit", budget=500, trace=True)
+        assert [m.id for m in got.memories] == again.memory_ids
+        assert all(item.memory_id not in first.memory_ids for item in got.trace.items)  # type: ignore[union-attr]
+        assert hs.recover()["vectors_deleted"] == 1  # the mark is finished by the next sync
+        assert check(hs, [bank_id]).ok
