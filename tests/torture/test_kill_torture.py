@@ -102,6 +102,7 @@ def test_sigkilled_writer_loses_no_acknowledged_write(tmp_path: Path) -> None:
         os.kill(proc.pid, signal.SIGKILL)
         proc.join(30)
         assert proc.exitcode == -signal.SIGKILL
+        proc.close()
         state = Journal.read(journal)
         with Hindsight.open(path, embedder=embedder, start_worker=False) as hs:
             verify(hs, state)
