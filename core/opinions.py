@@ -194,13 +194,7 @@ def update_confidence(confidence: float, label: Assessment | str, step: float) -
     """
     if not (isinstance(confidence, int | float) and 0.0 <= confidence <= 1.0):  # rejects NaN too
         raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
-    if not (isinstance(step, int | float) and math.isfinite(step) and step >= 0.0):
-        raise ValueError(f"step must be a finite number >= 0, got {step!r}")
-    try:
-        label = Assessment(label)
-    except ValueError as exc:
-        raise ValueError(f"unknown assessment label {label!r}") from exc
-    return min(1.0, max(0.0, float(confidence) + _STEP_FACTOR[label] * float(step)))
+    return min(1.0, max(0.0, float(confidence) + confidence_delta(label, step)))
 
 
 # --------------------------------------------------------------------------------------------------------

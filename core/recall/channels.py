@@ -90,7 +90,12 @@ def temporal(
             sims = np.stack([vectors[i] for i in ids]) @ np.asarray(query_vector, dtype=np.float32)
             top = np.argsort(-sims, kind="stable")[:k]
             return [(ids[j], float(sims[j])) for j in top]
-    return index.query(bank_id, query_vector, k, where=vector_where(networks, window))
+    hits = index.query(bank_id, query_vector, k, where=vector_where(networks, window))
+    if store is None or not hits:
+        return hits
+    # Only the index path can return a vector whose unit is gone (a forget not yet synced): drop those.
+    present = store.units_exist(bank_id, [i for i, _ in hits])
+    return [(i, v) for i, v in hits if i in present]
 
 
 def graph(

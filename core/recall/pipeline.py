@@ -117,8 +117,6 @@ class RecallPipeline:
             ))
         for name, fut in futures.items():
             results[name] = fut.result()
-        if "temporal" in results:
-            results["temporal"] = self.trusted(bank_id, results["temporal"])
         if "graph" in enabled:
             # Spreading activation starts from the best direct hits of semantic and keyword together.
             direct = {n: results[n] for n in ("semantic", "keyword") if n in results}

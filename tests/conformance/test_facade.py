@@ -256,3 +256,26 @@ def test_a_half_done_forget_does_not_break_the_next_retain(backend: Backend, emb
         assert all(item.memory_id not in first.memory_ids for item in got.trace.items)  # type: ignore[union-attr]
         assert hs.recover()["vectors_deleted"] == 1  # the mark is finished by the next sync
         assert check(hs, [bank_id]).ok
+
+
+def test_a_bank_deletion_whose_vector_drop_fails_is_finished_later(
+    backend: Backend, embedder: Any, bank_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph half of ``delete_bank`` commits; the collection drop fails (a Chroma hiccup): the failure is
+    kept as a mark, not swallowed, and the next sync drops the collection."""
+    with backend.open(embedder) as hs:
+        fill(hs, bank_id)
+        real_drop = hs.index.drop_bank
+
+        def hiccup(bid: str) -> None:
+            raise StoreError("Chroma hiccup")
+
+        monkeypatch.setattr(hs.index, "drop_bank", hiccup)
+        hs.delete_bank(bank_id)
+        assert hs.store.get_bank(bank_id) is None
+        assert (bank_id, "") in hs.store.vector_marks(hs.lease.id)
+        monkeypatch.setattr(hs.index, "drop_bank", real_drop)
+        assert hs.recover()["vectors_dropped"] == 1
+        assert hs.store.vector_marks(hs.lease.id) == []
+        hs.bank(bank_id)  # a new bank of that id starts empty on both stores
+        assert hs.index.count(bank_id) == 0 and hs.store.unit_ids(bank_id) == set()
