@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from .errors import DocumentNotFoundError, InvalidInputError
+from .engine import Engine
+from .errors import BankNotFoundError, DocumentNotFoundError, InvalidInputError
 from .inputs import RetainInput, document_input, parse_timestamp
 from .models import (
     BankProfile,
@@ -23,35 +24,54 @@ from .models import (
     RetainResult,
     utcnow,
 )
+from .observation_job import observation_document_id
+from .opinions import FormedOpinion
+from .profile_merge import amerge_background, merge_background
 from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
 
-if TYPE_CHECKING:
-    from .hindsight import Hindsight
+
+class BankOwner(Protocol):
+    """What ``Bank.hindsight`` gives: the ``Hindsight`` that opened the bank, to reach sibling banks by id."""
+
+    def bank(
+        self,
+        bank_id: str,
+        *,
+        create: bool = True,
+        name: str | None = None,
+        background: str | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
+    ) -> Bank:
+        """A bank by id (see ``Hindsight.bank``)."""
+        ...
+
+    def banks(self) -> list[BankProfile]:
+        """Profiles of every bank."""
+        ...
 
 
 class Bank:
     """A named memory bank. Obtain one with ``Hindsight.bank(bank_id)``."""
 
-    def __init__(self, hindsight: Hindsight, bank_id: str) -> None:
-        self._hs = hindsight
+    def __init__(self, engine: Engine, bank_id: str, *, owner: BankOwner) -> None:
+        self._engine = engine
+        self._owner = owner
         self.id = bank_id
 
     def __repr__(self) -> str:
         return f"Bank({self.id!r})"
 
     @property
-    def hindsight(self) -> Hindsight:
+    def hindsight(self) -> BankOwner:
         """The ``Hindsight`` this bank belongs to (to reach sibling banks by id)."""
-        return self._hs
+        return self._owner
 
     # profile -------------------------------------------------------------------------------------
     @property
     def profile(self) -> BankProfile:
         """Name, background and disposition as stored now."""
-        profile = self._hs.store.get_bank(self.id)
+        profile = self._engine.store.get_bank(self.id)
         if profile is None:
-            from .errors import BankNotFoundError
-
             raise BankNotFoundError(f"bank {self.id!r} was deleted")
         return profile
 
@@ -59,14 +79,14 @@ class Bank:
     def set_disposition(self, disposition: Disposition | Mapping[str, Any]) -> BankProfile:
         """Store a new default disposition for reflect."""
         profile = self.profile.model_copy(update={"disposition": Disposition.model_validate(disposition)})
-        self._hs.store.update_bank(profile)
+        self._engine.store.update_bank(profile)
         return profile
 
     @public
     def set_background(self, background: Text) -> BankProfile:
         """Replace the bank's first-person background verbatim."""
         profile = self.profile.model_copy(update={"background": background.strip()})
-        self._hs.store.update_bank(profile)
+        self._engine.store.update_bank(profile)
         return profile
 
     # retain --------------------------------------------------------------------------------------
@@ -98,11 +118,11 @@ class Bank:
         job (result: ``queued=True``, ``job_id``, no memories yet; ``wait_idle`` waits for it).
         """
         if defer:
-            return self._hs.background.queue_retain(
+            return self._engine.jobs.queue_retain(
                 self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
                 metadata=metadata, background=background, document_metadata=document_metadata,
             )
-        return self._hs.retainer.retain(
+        return self._engine.retainer.retain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
             metadata=metadata, background=background, document_metadata=document_metadata,
         )
@@ -124,11 +144,11 @@ class Bank:
         """Async twin of ``retain``."""
         if defer:
             return await asyncio.to_thread(
-                self._hs.background.queue_retain, self.id, content, timestamp=timestamp, document_id=document_id,
+                self._engine.jobs.queue_retain, self.id, content, timestamp=timestamp, document_id=document_id,
                 context=context, extract=extract, metadata=metadata, background=background,
                 document_metadata=document_metadata,
             )
-        return await self._hs.retainer.aretain(
+        return await self._engine.retainer.aretain(
             self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
             metadata=metadata, background=background, document_metadata=document_metadata,
         )
@@ -160,7 +180,7 @@ class Bank:
         ``time_range`` filter; ``channels`` picks a subset of semantic/keyword/graph/temporal (ablations);
         ``trace=True`` attaches per-channel ranks, scores and stage timings.
         """
-        return self._hs.recaller.recall(
+        return self._engine.recaller.recall(
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
             reference_time=reference_time, trace=trace, channels=channels,
         )
@@ -179,7 +199,7 @@ class Bank:
         channels: Sequence[str] | None = None,
     ) -> Recall:
         """Async twin of ``recall``."""
-        return await self._hs.recaller.arecall(
+        return await self._engine.recaller.arecall(
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
             reference_time=reference_time, trace=trace, channels=channels,
         )
@@ -200,7 +220,7 @@ class Bank:
         (``based_on``) and may form opinions, stored in the opinion network with their formation event.
         With nothing relevant in memory it says it does not know (``known=False``) without a model call.
         """
-        return self._hs.reflector.reflect(
+        return self._engine.reflector.reflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
 
@@ -214,7 +234,7 @@ class Bank:
         reference_time: When = None,
     ) -> Reflection:
         """Async twin of ``reflect``."""
-        return await self._hs.reflector.areflect(
+        return await self._engine.reflector.areflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
 
@@ -233,7 +253,7 @@ class Bank:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("reflect needs a non-empty query")
-        return self._hs.background.queue_reflect(
+        return self._engine.jobs.queue_reflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
 
@@ -253,33 +273,29 @@ class Bank:
         rationale: Text = "",
     ) -> Memory:
         """Record a belief the agent holds (as reflect does), with its formation event; returns it."""
-        from .opinions import FormedOpinion
-
         if not isinstance(text, str) or not text.strip():
             raise InvalidInputError("an opinion needs text")
         try:
             formed = FormedOpinion(text=text, confidence=confidence, entities=list(entities), rationale=rationale)
         except ValueError as exc:
             raise InvalidInputError(f"invalid opinion: {exc}") from exc
-        return self._hs.reflector.store_opinions(self.id, [formed], list(based_on))[0]
+        return self._engine.reflector.store_opinions(self.id, [formed], list(based_on))[0]
 
     @public
     def opinions(self) -> list[Memory]:
         """The bank's opinions, newest first, with their current confidence."""
-        store = self._hs.store
+        store = self._engine.store
         return store.get_units(self.id, store.units_in_network(self.id, Network.OPINION))
 
     @public
     def opinion_history(self, opinion_id: Identifier) -> list[OpinionEvent]:
         """How an opinion was formed and every confidence change since, with the evidence memory ids."""
-        return self._hs.store.opinion_history(self.id, opinion_id)
+        return self._engine.store.opinion_history(self.id, opinion_id)
 
     @public
     def observation(self, entity: Text) -> Memory | None:
         """The current observation (preference-neutral summary) of an entity, or None."""
-        from .background_jobs import observation_document_id
-
-        store = self._hs.store
+        store = self._engine.store
         found = store.find_entity(self.id, entity)
         if found is None:
             return None
@@ -289,35 +305,31 @@ class Bank:
     @public
     def merge_background(self, snippet: Text) -> BankProfile:
         """Merge a snippet into the first-person background (the new wins conflicts) and store it."""
-        from .background import merge_background
-
         if not isinstance(snippet, str) or not snippet.strip():
             raise InvalidInputError("background snippet is empty")
         profile = self.profile
-        merged = merge_background(self._hs.llm, profile.background, snippet)
+        merged = merge_background(self._engine.llm(), profile.background, snippet)
         return self.set_background(merged)
 
     @public
     async def amerge_background(self, snippet: Text) -> BankProfile:
         """Async twin of ``merge_background``."""
-        from .background import amerge_background
-
         if not isinstance(snippet, str) or not snippet.strip():
             raise InvalidInputError("background snippet is empty")
         profile = await asyncio.to_thread(lambda: self.profile)
-        merged = await amerge_background(self._hs.llm, profile.background, snippet)
+        merged = await amerge_background(self._engine.llm(), profile.background, snippet)
         return await asyncio.to_thread(self.set_background, merged)
 
     # background work -----------------------------------------------------------------------------
     @public
     def jobs(self) -> list[Job]:
         """This bank's background jobs (queued, running, done, failed), newest first."""
-        return self._hs.store.list_jobs(self.id)
+        return self._engine.store.list_jobs(self.id)
 
     @public
     def wait_idle(self, timeout: Seconds | None = 600.0) -> bool:
         """Block until this bank's background jobs are done (or failed for good); False on timeout."""
-        return self._hs.worker.wait_idle(timeout, bank_id=self.id)
+        return self._engine.worker.wait_idle(timeout, bank_id=self.id)
 
     @public
     async def await_idle(self, timeout: Seconds | None = 600.0) -> bool:
@@ -328,23 +340,23 @@ class Bank:
     @public
     def get(self, memory_id: Identifier) -> Memory | None:
         """One memory of this bank by id, or None."""
-        found = self._hs.store.get_units(self.id, [memory_id])
+        found = self._engine.store.get_units(self.id, [memory_id])
         return found[0] if found else None
 
     @public
     def memories(self, ids: Sequence[Identifier]) -> list[Memory]:
         """Memories of this bank by id, in the order asked (unknown ids skipped)."""
-        return self._hs.store.get_units(self.id, ids)
+        return self._engine.store.get_units(self.id, ids)
 
     @public
     def entities(self) -> list[Entity]:
         """Canonical entities, most mentioned first."""
-        return self._hs.store.list_entities(self.id)
+        return self._engine.store.list_entities(self.id)
 
     @public
     def document(self, document_id: Identifier) -> Document:
         """A stored raw document; ``DocumentNotFoundError`` (a ``KeyError``) if absent."""
-        doc = self._hs.store.get_document(self.id, document_id)
+        doc = self._engine.store.get_document(self.id, document_id)
         if doc is None:
             raise DocumentNotFoundError(f"no document {document_id!r} in bank {self.id!r}")
         return doc
@@ -357,7 +369,7 @@ class Bank:
         except ValueError as exc:
             known = [s.value for s in DocumentStatus]
             raise InvalidInputError(f"unknown document status {status!r}; use {known}") from exc
-        return self._hs.store.list_documents(self.id, wanted, prefix)
+        return self._engine.store.list_documents(self.id, wanted, prefix)
 
     @public
     def put_document(
@@ -374,26 +386,26 @@ class Bank:
         """
         if not isinstance(document_id, str) or not document_id:
             raise InvalidInputError("document_id must be a non-empty string")
-        old = self._hs.store.get_document(self.id, document_id)
+        old = self._engine.store.get_document(self.id, document_id)
         self.forget(document_id=document_id)
         now = utcnow()
         doc = Document(id=document_id, bank_id=self.id, content=content, timestamp=parse_timestamp(timestamp) or now,
                        status=DocumentStatus.DONE, metadata=dict(metadata or {}),
                        created_at=old.created_at if old else now, updated_at=now)
-        self._hs.store.put_document(doc)
+        self._engine.store.put_document(doc)
         return self.document(document_id)
 
     @public
     def delete_document(self, document_id: Identifier) -> None:
         """Delete a raw document but keep the memories extracted from it (``forget(document_id=...)`` drops
         both). Chat transcripts use this: clearing a session should not erase what the agent learned."""
-        self._hs.store.delete_document(self.id, document_id)
+        self._engine.store.delete_document(self.id, document_id)
 
     @public
     def stats(self) -> dict[str, Any]:
         """Counts of documents, memories per network, entities, links, jobs and vectors."""
-        stats = self._hs.store.stats(self.id)
-        stats["vectors"] = self._hs.index.count(self.id)
+        stats = self._engine.store.stats(self.id)
+        stats["vectors"] = self._engine.index.count(self.id)
         return stats
 
     # forgetting ----------------------------------------------------------------------------------
@@ -407,7 +419,7 @@ class Bank:
         given = [x for x in (memory_id, document_id, entity) if x is not None]
         if len(given) != 1:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-        return self._hs.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
+        return self._engine.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
 
     @public
     async def aforget(self, **kwargs: Any) -> int:

@@ -5,35 +5,34 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from .background_jobs import RETAIN, BackgroundJobs
 from .bank import Bank
 from .config import Settings
 from .embedding import Embedder, SentenceTransformerEmbedder
+from .engine import Lazy, wire
 from .errors import BankNotFoundError, InvalidInputError, StoreError
 from .extract.base import Extractor
-from .extract.raw_extractor import RawExtractor
-from .forget import ForgetPipeline
 from .leases import ProcessLease
-from .models import BankProfile, Disposition, Job, utcnow
-from .recall.pipeline import RecallPipeline
+from .llm.base import LLM
+from .models import BankProfile, Disposition, utcnow
 from .recall.rerank import Reranker
 from .reconcile import reconcile_bank
-from .reflect import ReflectPipeline
-from .retain import RetainPipeline
 from .stores.base import GraphStore, VectorIndex
 from .stores.process_guard import VectorIndexDamagedError
 from .tokens import count_tokens
 from .validation import Identifier, Text, public
-from .vector_sync import VectorSync
-from .worker import Worker
 
 log = logging.getLogger(__name__)
+
+
+def _default_llm() -> LLM:
+    from .llm.factory import default_llm
+
+    return default_llm()
 
 MAX_BANK_ID_CHARS = 512
 
@@ -47,7 +46,8 @@ class Hindsight:
         index: VectorIndex,
         *,
         embedder: Embedder | None = None,
-        llm: Any = None,
+        llm: LLM | None = None,
+        extractor: Extractor | None = None,
         settings: Settings | None = None,
         reranker: Reranker | None = None,
         token_counter: Callable[[str], int] | None = None,
@@ -55,32 +55,37 @@ class Hindsight:
         start_worker: bool = True,
         recover: bool = True,
     ) -> None:
+        """Run over open stores; ``Hindsight.open`` opens them from paths or URLs and is the usual way in.
+
+        ``llm`` serves extraction, reflect and background work (default: the environment's endpoint or the
+        bundled local model, loaded on first use); ``extractor`` replaces the LLM extractor used by
+        ``retain(extract=True)`` (any ``Extractor``; e.g. an ``LLMExtractor`` with other tunables).
+        """
         self.store = store
         self.index = index
         self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
         self.settings = settings or Settings()
-        self._llm = llm
-        self._llm_lock = threading.Lock()
+        self._llm = Lazy(lambda: llm if llm is not None else _default_llm())
         self._recover_lock = threading.Lock()
         self.count_tokens = token_counter or count_tokens
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight")
         leases = self.settings.leases
         self.lease = ProcessLease(store, heartbeat_s=leases.heartbeat_s, ttl_s=leases.ttl_s,
                                   on_beat=self._maintain, maintenance_every=leases.maintenance_every)
-        self.vectors = VectorSync(store, index, self.embedder, self.settings, self.lease.id)
-        self.retainer = RetainPipeline(
-            store, index, self.embedder, self.settings, RawExtractor(window=self.settings.raw_window),
-            self._llm_extractor, vectors=self.vectors,
+        self.engine = wire(
+            store, index, self.embedder, self.settings, llm=self._llm,
+            extractor=Lazy(lambda: extractor if extractor is not None else self._llm_extractor()),
+            count_tokens=self.count_tokens, executor=self._executor, owner=self.lease.id,
+            notify=self.notify_worker, reranker=reranker,
         )
-        self.recaller = RecallPipeline(
-            store, index, self.embedder, self.settings.recall, self.count_tokens, self._executor, reranker
-        )
-        self.forgetter = ForgetPipeline(store, self.vectors)
-        self._extractor: Extractor | None = None
-        self.reflector = ReflectPipeline(self, lambda: self.llm)
-        self.background = BackgroundJobs(self)
-        self.worker = Worker(store, self.background.handlers, owner=self.lease.id)  # type: ignore[arg-type]
-        self.retainer.on_retained = self._queue_background
+        # The pipelines, for tools and tests that drive one directly.
+        self.vectors = self.engine.vectors
+        self.retainer = self.engine.retainer
+        self.recaller = self.engine.recaller
+        self.reflector = self.engine.reflector
+        self.forgetter = self.engine.forgetter
+        self.jobs = self.engine.jobs
+        self.worker = self.engine.worker
         self._start_worker = start_worker
         self._closed = False
         self.reconciled: dict[str, dict[str, int]] = {}
@@ -124,9 +129,7 @@ class Hindsight:
         with self._recover_lock:
             released = self.store.release_owners(self.lease.dead_owners(), self.lease.id, utcnow())
             for bank_id, document_id in released.documents:
-                job = Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
-                          payload={"document_id": document_id, "resumed": True})
-                self.store.enqueue_job(job, document_id=document_id)
+                job = self.jobs.resume_document(bank_id, document_id)
                 log.warning("document %r of bank %r was left unfinished by a process that died: resumed as job %s",
                             document_id, bank_id, job.id)
             synced = self.vectors.sync()
@@ -165,7 +168,8 @@ class Hindsight:
         ``NEO4J_USER``/``NEO4J_PASSWORD``/``NEO4J_DATABASE``. ``graph="env"`` takes the URI from ``NEO4J_URI``
         and ``vectors="env"`` the Chroma server from ``CHROMA_HOST``/``CHROMA_PORT``. An unreachable server or
         rejected credentials raise ``StoreError`` naming what was tried.
-        Other keyword arguments go to the constructor (``embedder``, ``llm``, ``settings``, ``reranker``).
+        Other keyword arguments go to the constructor (``embedder``, ``llm``, ``extractor``, ``settings``,
+        ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``).
         """
         from .stores.chroma import ChromaVectorIndex
         from .stores.sqlite import SQLiteGraphStore
@@ -224,26 +228,14 @@ class Hindsight:
 
     # LLM -----------------------------------------------------------------------------------------
     @property
-    def llm(self) -> Any:
+    def llm(self) -> LLM:
         """The LLM used for extraction (and reflect): given at open, else the environment's or local one."""
-        if self._llm is None:
-            with self._llm_lock:
-                if self._llm is None:
-                    from .llm.factory import default_llm
-
-                    self._llm = default_llm()
-        return self._llm
+        return self._llm()
 
     def _llm_extractor(self) -> Extractor:
-        if self._extractor is None:
-            from .extract.llm_extractor import LLMExtractor
+        from .extract.llm_extractor import LLMExtractor
 
-            self._extractor = LLMExtractor(self.llm, count_tokens=self.count_tokens)
-        return self._extractor
-
-    def _queue_background(self, result: Any) -> None:
-        if self.background.queue_after_retain(result):
-            self.notify_worker()
+        return LLMExtractor(self.llm, count_tokens=self.count_tokens)
 
     def notify_worker(self) -> None:
         """Wake the background worker for newly queued jobs (unless opened with ``start_worker=False``)."""
@@ -278,7 +270,7 @@ class Hindsight:
                             disposition=Disposition.model_validate(disposition or {}))
             )
         self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
-        return Bank(self, bank_id)
+        return Bank(self.engine, bank_id, owner=self)
 
     def banks(self) -> list[BankProfile]:
         """Profiles of every bank."""

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from .llm.base import LLM, ChatMessage, MalformedOutputError
-from .opinions import LLM_SCHEMA_CONFIG, astructured_call, clip, structured_call
+from .llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage, MalformedOutputError
+from .llm.structured import astructured_call, clip, structured_call
 
 __all__ = [
     "MAX_FACTS",

@@ -11,14 +11,15 @@ import asyncio
 import uuid
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
 from .disposition import verbalize
-from .errors import InvalidInputError
+from .errors import BankNotFoundError, InvalidInputError
 from .extract.base import ExtractedEntity, ExtractedFact
 from .llm.base import LLM, ChatMessage
+from .llm.structured import astructured_call, structured_call
 from .models import (
     BankProfile,
     Disposition,
@@ -30,10 +31,10 @@ from .models import (
     Reflection,
     utcnow,
 )
-from .opinions import FormedOpinion, astructured_call, structured_call
-
-if TYPE_CHECKING:
-    from .hindsight import Hindsight
+from .opinions import FormedOpinion
+from .recall.pipeline import RecallPipeline
+from .retain import FactWriter
+from .stores.base import BankStore, UnitStore
 
 UNKNOWN_ANSWER = "I don't know: nothing in my memory answers that."
 MAX_MEMORIES_IN_PROMPT = 24
@@ -91,11 +92,22 @@ def _relevant(recall: Recall) -> bool:
     return False
 
 
-class ReflectPipeline:
-    """Runs reflect for the banks of one ``Hindsight`` instance."""
+class ReflectStore(BankStore, UnitStore, Protocol):
+    """What reflect reads: the bank's profile (name, background, disposition) and the evidence memories."""
 
-    def __init__(self, hs: Hindsight, llm: Callable[[], LLM]) -> None:
-        self.hs = hs
+
+class ReflectPipeline:
+    """Runs reflect for any bank: recall, one structured model call, opinions written through ``write_facts``.
+
+    ``llm`` is called when a model is needed (the default local model loads on first use, not at open).
+    """
+
+    def __init__(
+        self, store: ReflectStore, recaller: RecallPipeline, write_facts: FactWriter, llm: Callable[[], LLM]
+    ) -> None:
+        self.store = store
+        self.recaller = recaller
+        self.write_facts = write_facts
         self._llm = llm
 
     def _prepare(
@@ -103,13 +115,11 @@ class ReflectPipeline:
     ) -> tuple[BankProfile, Disposition, Recall, list[Memory], list[ChatMessage]]:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("reflect needs a non-empty question")
-        profile = self.hs.store.get_bank(bank_id)
+        profile = self.store.get_bank(bank_id)
         if profile is None:
-            from .errors import BankNotFoundError
-
             raise BankNotFoundError(f"no bank {bank_id!r}")
         disp = Disposition.model_validate(disposition) if disposition is not None else profile.disposition
-        recall = self.hs.recaller.recall(bank_id, query, budget=budget, reference_time=reference_time, trace=True)
+        recall = self.recaller.recall(bank_id, query, budget=budget, reference_time=reference_time, trace=True)
         memories = recall.memories[:MAX_MEMORIES_IN_PROMPT]
         ref = recall.trace.reference_time if recall.trace is not None else utcnow()
         messages: list[ChatMessage] = [
@@ -146,7 +156,7 @@ class ReflectPipeline:
         if not formed:
             return []
         now = utcnow()
-        evidence = self.hs.store.get_units(bank_id, based_on)
+        evidence = self.store.get_units(bank_id, based_on)
         based_on = [m.id for m in evidence]  # ids of other banks or unknown ids are not evidence
         sources = list(dict.fromkeys(s for m in evidence for s in m.sources))
         facts = [
@@ -169,7 +179,7 @@ class ReflectPipeline:
                 for unit, opinion in zip(units, formed, strict=True)
             ]
 
-        result = self.hs.retainer.store_facts(doc, facts, metadata=meta, opinion_events=formed_events)
+        result = self.write_facts(doc, facts, metadata=meta, opinion_events=formed_events)
         for unit, opinion in zip(result.memories, formed, strict=True):
             unit.metadata["rationale"] = opinion.rationale
         return result.memories

@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -25,8 +25,7 @@ from .config import Settings
 from .embedding import Embedder
 from .entities import EntityResolver
 from .errors import ConflictError, EmptyExtractionError, ExtractionError, HindsightError, StoreError
-from .extract.base import ExtractedFact, Extractor
-from .extract.raw_extractor import RawExtractor
+from .extract.base import ExtractedFact, Extractor, ExtractorWithWork
 from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
 from .links import build_links
 from .models import Document, DocumentKind, DocumentStatus, Memory, Message, OpinionEvent, RetainResult, utcnow
@@ -35,6 +34,22 @@ from .unit_text import embedding_text, search_contexts, timed_text, vector_metad
 from .vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
+
+
+class FactWriter(Protocol):
+    """Writes facts of a (stored or synthetic) document as memory units: how reflect stores opinions and the
+    observation job stores summaries (``RetainPipeline.store_facts``)."""
+
+    def __call__(
+        self,
+        doc: Document,
+        facts: list[ExtractedFact],
+        *,
+        metadata: dict[str, Any] | None = None,
+        opinion_events: Callable[[list[Memory]], list[OpinionEvent]] | None = None,
+    ) -> RetainResult:
+        """Resolve, embed, link and commit ``facts``; units written before for ``doc.id`` are replaced."""
+        ...
 
 
 class RetainPipeline:
@@ -247,11 +262,11 @@ class RetainPipeline:
     ) -> tuple[list[ExtractedFact], np.ndarray | None]:
         """Facts of the messages and, for raw ingest, their vectors: embedded while NER runs beside it."""
         when = doc.timestamp or utcnow()
-        if extract or not isinstance(self.raw_extractor, RawExtractor):
-            extractor = self._llm_extractor() if extract else self.raw_extractor
+        extractor = self._llm_extractor() if extract else self.raw_extractor
+        if not isinstance(extractor, ExtractorWithWork):
             return extractor.extract(messages, document_time=when, context=context), None
         with_time = self.settings.embed_time_reference
-        return self.raw_extractor.extract_alongside(
+        return extractor.extract_alongside(
             messages,
             # As store_facts would embed them: the unit's time is occurred_start, else mentioned_at, else the doc's.
             lambda facts: self.embedder.embed([

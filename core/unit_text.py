@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from .embedding import Embedder
 from .models import Memory
-from .stores.base import VectorIndex
+from .stores.base import VectorIndex, VectorMeta
 
 
 def embedding_text(memory: Memory, with_time: bool = True) -> str:
@@ -22,15 +21,10 @@ def timed_text(text: str, when: datetime | None, with_time: bool = True) -> str:
     return f"{text} ({when.day} {when:%B %Y})"
 
 
-def vector_metadata(memory: Memory) -> dict[str, Any]:
-    """Filterable metadata stored with each vector (network and occurrence interval as epoch seconds)."""
-    meta: dict[str, Any] = {"network": memory.network.value}
+def vector_metadata(memory: Memory) -> VectorMeta:
+    """What the index filters a unit's vector on: its network and occurrence interval (else when it was said)."""
     start = memory.occurred_start or memory.mentioned_at
-    end = memory.occurred_end or start
-    if start is not None and end is not None:
-        meta["t0"] = start.timestamp()
-        meta["t1"] = end.timestamp()
-    return meta
+    return VectorMeta(network=memory.network, start=start, end=memory.occurred_end or start)
 
 
 def index_units(index: VectorIndex, embedder: Embedder, bank_id: str, units: list[Memory], with_time: bool) -> None:

@@ -15,13 +15,6 @@ import pytest
 from pydantic import ValidationError
 from scripted_llm import ScriptedLLM
 
-from hindsight_core.background import (
-    BACKGROUND_CHARS,
-    amerge_background,
-    build_merge_prompt,
-    merge_background,
-    to_first_person,
-)
 from hindsight_core.disposition import (
     BIAS_HIGH,
     BIAS_LOW,
@@ -34,6 +27,7 @@ from hindsight_core.disposition import (
 )
 from hindsight_core.errors import LLMError
 from hindsight_core.llm.base import MalformedOutputError
+from hindsight_core.llm.structured import clip
 from hindsight_core.models import Disposition
 from hindsight_core.observations import (
     MAX_FACT_CHARS,
@@ -49,8 +43,14 @@ from hindsight_core.opinions import (
     OpinionAssessment,
     aassess_opinion,
     assess_opinion,
-    clip,
     update_confidence,
+)
+from hindsight_core.profile_merge import (
+    BACKGROUND_CHARS,
+    amerge_background,
+    build_merge_prompt,
+    merge_background,
+    to_first_person,
 )
 
 # --------------------------------------------------------------------------------------------------------
@@ -342,9 +342,9 @@ def test_formed_opinion_bounds_and_leniency() -> None:
 
 
 def test_llm_schemas_bound_every_list_and_string() -> None:
-    from hindsight_core.background import _MergeOut
     from hindsight_core.observations import _SummaryOut
     from hindsight_core.opinions import _AssessmentOut
+    from hindsight_core.profile_merge import _MergeOut
 
     def walk(node: object) -> None:
         if isinstance(node, dict):

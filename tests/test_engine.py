@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from hindsight_core.stores.base import VectorMeta
+
 from hindsight_core import (
     BankNotFoundError,
     EmbedderMismatchError,
@@ -207,7 +209,7 @@ def test_reopen_persists_and_reconciles_missing_and_orphan_vectors(tmp_path: Pat
         result = hs.bank("b").retain(conversation, timestamp=T0, extract=False)
         lost = result.memories[0].id
         hs.index.delete("b", [lost])  # simulate a crash between the graph write and the vector write
-        hs.index.upsert("b", ["ghost"], hs.embedder.embed(["ghost"]), [{"network": "world"}])
+        hs.index.upsert("b", ["ghost"], hs.embedder.embed(["ghost"]), [VectorMeta(network=Network.WORLD)])
     with Hindsight.open(path) as hs:
         assert hs.reconciled["b"] == {"reindexed": 1, "dropped": 1}
         bank = hs.bank("b", create=False)
@@ -229,7 +231,7 @@ def test_embedder_mismatch_is_a_clear_error(tmp_path: Path) -> None:
         Hindsight.open(path, embedder=Other())
 
 
-def test_raw_document_is_kept_when_extraction_fails(hs: Hindsight) -> None:
+def test_raw_document_is_kept_when_extraction_fails(tmp_path: Path) -> None:
     from hindsight_core.errors import ExtractionError
 
     class BrokenLLM:
@@ -241,17 +243,17 @@ def test_raw_document_is_kept_when_extraction_fails(hs: Hindsight) -> None:
         async def agenerate(self, *a: object, **k: object) -> object:
             raise RuntimeError("model exploded")
 
-    hs._llm = BrokenLLM()
-    bank = hs.bank("b")
-    with pytest.raises(ExtractionError) as info:
-        bank.retain([{"speaker": "Ann", "text": "I adopted a cat named Miso.", "id": "m1"}])
-    doc = bank.document(info.value.document_id or "")
-    assert doc.status == DocumentStatus.FAILED and "Miso" in doc.content and doc.error
-    assert bank.stats()["units"] == 0
-    # The kept document can be processed again without an LLM.
-    again = bank.reprocess(doc.id, extract=False)
-    assert again.memories[0].sources == ["m1"]
-    assert bank.document(doc.id).status == DocumentStatus.DONE
+    with Hindsight.open(tmp_path / "memory", llm=BrokenLLM()) as hs:
+        bank = hs.bank("b")
+        with pytest.raises(ExtractionError) as info:
+            bank.retain([{"speaker": "Ann", "text": "I adopted a cat named Miso.", "id": "m1"}])
+        doc = bank.document(info.value.document_id or "")
+        assert doc.status == DocumentStatus.FAILED and "Miso" in doc.content and doc.error
+        assert bank.stats()["units"] == 0
+        # The kept document can be processed again without an LLM.
+        again = bank.reprocess(doc.id, extract=False)
+        assert again.memories[0].sources == ["m1"]
+        assert bank.document(doc.id).status == DocumentStatus.DONE
 
 
 def test_sqlite_store_uses_wal_and_fts5(hs: Hindsight) -> None:

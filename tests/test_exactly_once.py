@@ -12,7 +12,7 @@ from typing import Any
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Hindsight
-from hindsight_core.background_jobs import OPINIONS
+from hindsight_core.jobs import OPINIONS
 from hindsight_core.errors import LLMError
 from hindsight_core.integrity import check
 from hindsight_core.models import Job, JobStatus
@@ -87,7 +87,7 @@ def test_a_retried_scheduled_reflect_stores_its_opinions_once(tmp_path: Path) ->
         job = bank.schedule_reflect("Is Ana a runner?")
         assert hs.worker.run_once()
         # The worker died before marking the job done: the same job runs again from the start.
-        hs.background.run_reflect(job)
+        hs.jobs.run_reflect(job)
         opinions = bank.opinions()
         assert [o.text for o in opinions] == ["Ana is a dedicated runner."]
         assert [e.label for e in bank.opinion_history(opinions[0].id)] == ["formed"]

@@ -6,13 +6,15 @@ storage: entity resolution, embedding and linking happen later in the retain pip
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from ..models import EntityType, LinkType, Message, Network
+
+T = TypeVar("T")
 
 
 class ExtractedEntity(BaseModel):
@@ -45,8 +47,9 @@ class ExtractedFact(BaseModel):
     position: int = Field(0, description="order within the document, used for temporal adjacency")
 
 
+@runtime_checkable
 class Extractor(Protocol):
-    """Turns the messages of one document into candidate facts."""
+    """Turns the messages of one document into candidate facts (``Hindsight.open(extractor=...)`` takes any)."""
 
     def extract(
         self, messages: Sequence[Message], *, document_time: datetime, context: str | None = None
@@ -58,4 +61,23 @@ class Extractor(Protocol):
         self, messages: Sequence[Message], *, document_time: datetime, context: str | None = None
     ) -> list[ExtractedFact]:
         """Async twin of ``extract``."""
+        ...
+
+
+@runtime_checkable
+class ExtractorWithWork(Extractor, Protocol):
+    """Optional capability: an extractor that runs other work (retain embeds the facts) while it extracts.
+
+    The raw extractor has it: its facts' texts are known before NER runs, so embedding overlaps NER.
+    """
+
+    def extract_alongside(
+        self,
+        messages: Sequence[Message],
+        work: Callable[[list[ExtractedFact]], T],
+        *,
+        document_time: datetime,
+        context: str | None = None,
+    ) -> tuple[list[ExtractedFact], T]:
+        """``extract``, with ``work(facts)`` running beside it; ``work`` must not depend on the facts' entities."""
         ...

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 
 from ..config import RecallSettings
 from ..models import Network, TimeRange
-from ..stores.base import GraphStore, VectorIndex
-
-
-def vector_where(networks: Sequence[Network] | None, time_range: TimeRange | None) -> dict[str, Any] | None:
-    """Chroma metadata filter for networks and an occurrence-overlap time range."""
-    clauses: list[dict[str, Any]] = []
-    if networks:
-        clauses.append({"network": {"$in": [Network(n).value for n in networks]}})
-    if time_range is not None:
-        if time_range.end is not None:
-            clauses.append({"t0": {"$lte": time_range.end.timestamp()}})
-        if time_range.start is not None:
-            clauses.append({"t1": {"$gte": time_range.start.timestamp()}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
+from ..stores.base import SearchStore, SpreadingActivation, UnitStore, VectorFilter, VectorIndex
 
 
 def semantic(
@@ -36,11 +21,15 @@ def semantic(
     time_range: TimeRange | None,
 ) -> list[tuple[str, float]]:
     """Nearest units by cosine similarity."""
-    return index.query(bank_id, query_vector, k, where=vector_where(networks, time_range))
+    return index.query(bank_id, query_vector, k, VectorFilter.of(networks, time_range))
+
+
+class RecallStore(SearchStore, UnitStore, Protocol):
+    """What recall reads from the graph store: keyword and time search, units, their links and which exist."""
 
 
 def keyword(
-    store: GraphStore,
+    store: SearchStore,
     bank_id: str,
     query: str,
     k: int,
@@ -62,7 +51,7 @@ def temporal(
     k: int,
     networks: Sequence[Network] | None,
     time_range: TimeRange | None,
-    store: GraphStore | None = None,
+    store: RecallStore | None = None,
     exact_limit: int = 600,
 ) -> list[tuple[str, float]]:
     """Units whose occurrence overlaps the query's time constraint, ranked by semantic similarity.
@@ -90,7 +79,7 @@ def temporal(
             sims = np.stack([vectors[i] for i in ids]) @ np.asarray(query_vector, dtype=np.float32)
             top = np.argsort(-sims, kind="stable")[:k]
             return [(ids[j], float(sims[j])) for j in top]
-    hits = index.query(bank_id, query_vector, k, where=vector_where(networks, window))
+    hits = index.query(bank_id, query_vector, k, VectorFilter.of(networks, window))
     if store is None or not hits:
         return hits
     # Only the index path can return a vector whose unit is gone (a forget not yet synced): drop those.
@@ -99,7 +88,7 @@ def temporal(
 
 
 def graph(
-    store: GraphStore,
+    store: UnitStore,
     bank_id: str,
     seeds: Sequence[tuple[str, float]],
     settings: RecallSettings,
@@ -109,22 +98,22 @@ def graph(
     Seeds start with their (normalised) retrieval score. The seeds stay in the ranking: leaving them out would hand
     their neighbours an extra vote in the fusion and push the best direct hits below them.
     """
-    spread = getattr(store, "spread_activation", None)
-    if callable(spread):
+    if isinstance(store, SpreadingActivation):
         # A server store computes the same activation in its own query language (one round trip per hop,
         # one row per reached unit) instead of shipping every edge here.
-        return spread(bank_id, seeds, hops=settings.graph_hops, decay=settings.graph_decay,  # type: ignore[no-any-return]
-                      multipliers=settings.link_multipliers, entity_fanout=settings.entity_fanout, k=settings.graph_k)
+        return store.spread_activation(bank_id, seeds, hops=settings.graph_hops, decay=settings.graph_decay,
+                                       multipliers=settings.link_multipliers, entity_fanout=settings.entity_fanout,
+                                       k=settings.graph_k)
     return spread_over_neighbors(store, bank_id, seeds, settings)
 
 
 def spread_over_neighbors(
-    store: GraphStore,
+    store: UnitStore,
     bank_id: str,
     seeds: Sequence[tuple[str, float]],
     settings: RecallSettings,
 ) -> list[tuple[str, float]]:
-    """The reference spreading activation, hop by hop over ``GraphStore.neighbors`` (any store)."""
+    """The reference spreading activation, hop by hop over ``UnitStore.neighbors`` (any ``UnitStore``)."""
     activation: dict[str, float] = {sid: max(score, 0.0) for sid, score in seeds}
     frontier = dict(activation)
     mu = settings.link_multipliers

@@ -15,7 +15,7 @@ from ..embedding import Embedder
 from ..errors import InvalidInputError
 from ..inputs import clean_text, parse_timestamp
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
-from ..stores.base import GraphStore, VectorIndex
+from ..stores.base import VectorIndex
 from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
 from . import channels as ch
 from .fusion import reciprocal_rank_fusion
@@ -31,7 +31,7 @@ class RecallPipeline:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: ch.RecallStore,
         index: VectorIndex,
         embedder: Embedder,
         settings: RecallSettings,

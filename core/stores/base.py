@@ -142,6 +142,44 @@ def translate_errors(
 
 
 @dataclass(frozen=True)
+class VectorMeta:
+    """What an index keeps beside a unit's vector to filter on: its network and occurrence interval."""
+
+    network: Network | None = None
+    start: datetime | None = None
+    end: datetime | None = None
+
+
+@dataclass(frozen=True)
+class VectorFilter:
+    """Which vectors a query may return; each index translates it into its own filter language.
+
+    ``networks``: units of these networks only. ``time_range``: units whose occurrence interval overlaps it
+    (units without one never match). ``ids``: only these units. Empty fields do not filter.
+    """
+
+    networks: tuple[Network, ...] | None = None
+    time_range: TimeRange | None = None
+    ids: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        networks: Sequence[Network | str] | None = None,
+        time_range: TimeRange | None = None,
+        ids: Sequence[str] | None = None,
+    ) -> VectorFilter | None:
+        """A filter from optional parts, or None when none of them filters anything."""
+        if not networks and time_range is None and ids is None:
+            return None
+        return cls(
+            networks=tuple(Network(n) for n in networks) if networks else None,
+            time_range=time_range,
+            ids=tuple(ids) if ids is not None else None,
+        )
+
+
+@dataclass(frozen=True)
 class Edge:
     """A traversable edge returned by ``GraphStore.neighbors`` (unit links and entity hops alike)."""
 
@@ -242,12 +280,9 @@ class IntegrityChecks(Protocol):
 
 
 @runtime_checkable
-class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
-    """Source of truth: banks, raw documents, units, entities, links, opinion history, jobs and leases."""
+class BankStore(Protocol):
+    """Bank profiles."""
 
-    """Source of truth: banks, raw documents, units, entities, links, background jobs."""
-
-    # banks
     def create_bank(self, profile: BankProfile) -> BankProfile:
         """Create a bank; return the existing profile unchanged if it already exists."""
         ...
@@ -268,7 +303,11 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
         """Delete a bank and everything in it; mark its vector collection for dropping (under ``owner``)."""
         ...
 
-    # documents
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """Raw documents: stored before extraction, the input a retain can always be redone from."""
+
     def put_document(self, document: Document) -> None:
         """Store (or replace) a raw document with its metadata; committed before extraction starts. Replacing
         keeps the first ``created_at`` of that id and takes the new ``updated_at``."""
@@ -293,7 +332,21 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
         (``created_at``, then id)."""
         ...
 
-    # units
+    def delete_document(self, bank_id: str, document_id: str) -> None:
+        """Delete a raw document (its units are deleted separately)."""
+        ...
+
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
+        """Delete a document and every unit extracted from it in one transaction, marking their vectors (under
+        ``owner``); returns the ids of the deleted units."""
+        ...
+
+
+@runtime_checkable
+class UnitStore(Protocol):
+    """Memory units (``Memory`` in the API, a fact before it is stored) with their links, mentions and
+    stats: what retain commits and what recall reads back."""
+
     def add_units(self, bank_id: str, batch: UnitBatch, owner: str | None = None) -> dict[str, str]:
         """Commit one retain atomically: delete ``batch.replaces`` (their vectors marked for removal under
         ``owner``), upsert entities by normalised name, insert units, mentions, links whose both ends exist,
@@ -326,32 +379,10 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
         (under ``owner``) in the same transaction; return how many existed."""
         ...
 
-    def delete_document(self, bank_id: str, document_id: str) -> None:
-        """Delete a raw document (its units are deleted separately)."""
-        ...
-
-    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
-        """Delete a document and every unit extracted from it in one transaction, marking their vectors (under
-        ``owner``); returns the ids of the deleted units."""
-        ...
-
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:
         """Change a unit's text and/or confidence in place (a text change marks its vector, owner None)."""
-        ...
-
-    def apply_opinion_update(
-        self, bank_id: str, update: OpinionUpdate, owner: str | None = None
-    ) -> OpinionEvent | None:
-        """In one transaction: skip evidence already applied to this opinion; if any is new, move the confidence
-        by ``delta`` from its current stored value (clamped to [0, 1]), rewrite the text if given (marking the
-        vector under ``owner``), append the history event and record each (opinion, evidence) pair. Returns the
-        event, or None when the opinion is gone or every piece of evidence was applied before."""
-        ...
-
-    def applied_evidence(self, bank_id: str, opinion_id: str) -> set[str]:
-        """Ids of the evidence already applied to an opinion."""
         ...
 
     def units_in_network(
@@ -360,50 +391,10 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
         """Ids of a network's units, optionally only those mentioning one of ``entity_ids``; newest first."""
         ...
 
-    def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
-        """Append a step to an opinion's history."""
-        ...
-
-    def opinion_history(self, bank_id: str, opinion_id: str) -> list[OpinionEvent]:
-        """Every step of an opinion's history, oldest first."""
-        ...
-
     def units_near_time(
         self, bank_id: str, when: datetime, window_s: float, limit: int, exclude: Iterable[str] = ()
     ) -> list[tuple[str, datetime]]:
         """Units whose occurrence starts within ``window_s`` of ``when``, nearest first."""
-        ...
-
-    # entities
-    def list_entities(self, bank_id: str) -> list[Entity]:
-        """All canonical entities of the bank."""
-        ...
-
-    def find_entity(self, bank_id: str, name: str) -> Entity | None:
-        """An entity by canonical name or alias, case-insensitively."""
-        ...
-
-    def entity_cooccurrence(self, bank_id: str, entity_ids: Sequence[str]) -> dict[tuple[str, str], int]:
-        """How many units mention both entities of each pair drawn from ``entity_ids``."""
-        ...
-
-    # retrieval
-    def keyword_search(
-        self,
-        bank_id: str,
-        query: str,
-        limit: int,
-        networks: Sequence[Network] | None = None,
-        time_range: TimeRange | None = None,
-        context_weight: float = 0.5,
-    ) -> list[tuple[str, float]]:
-        """Full-text search over unit text and (weighted) search context; (unit id, score) best first."""
-        ...
-
-    def temporal_search(
-        self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
-    ) -> list[tuple[str, datetime | None]]:
-        """Units whose occurrence interval overlaps ``time_range``."""
         ...
 
     def neighbors(
@@ -424,6 +415,106 @@ class GraphStore(JobQueue, Leases, VectorMarks, IntegrityChecks, Protocol):
         """Counts of documents, units per network, entities, links, jobs."""
         ...
 
+
+@runtime_checkable
+class OpinionStore(Protocol):
+    """Opinion confidence and its history, moved exactly once per piece of evidence."""
+
+    def apply_opinion_update(
+        self, bank_id: str, update: OpinionUpdate, owner: str | None = None
+    ) -> OpinionEvent | None:
+        """In one transaction: skip evidence already applied to this opinion; if any is new, move the confidence
+        by ``delta`` from its current stored value (clamped to [0, 1]), rewrite the text if given (marking the
+        vector under ``owner``), append the history event and record each (opinion, evidence) pair. Returns the
+        event, or None when the opinion is gone or every piece of evidence was applied before."""
+        ...
+
+    def applied_evidence(self, bank_id: str, opinion_id: str) -> set[str]:
+        """Ids of the evidence already applied to an opinion."""
+        ...
+
+    def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
+        """Append a step to an opinion's history."""
+        ...
+
+    def opinion_history(self, bank_id: str, opinion_id: str) -> list[OpinionEvent]:
+        """Every step of an opinion's history, oldest first."""
+        ...
+
+
+@runtime_checkable
+class EntityStore(Protocol):
+    """Canonical entities (resolved at retain, upserted by normalised name in ``add_units``)."""
+
+    def list_entities(self, bank_id: str) -> list[Entity]:
+        """All canonical entities of the bank."""
+        ...
+
+    def find_entity(self, bank_id: str, name: str) -> Entity | None:
+        """An entity by canonical name or alias, case-insensitively."""
+        ...
+
+    def entity_cooccurrence(self, bank_id: str, entity_ids: Sequence[str]) -> dict[tuple[str, str], int]:
+        """How many units mention both entities of each pair drawn from ``entity_ids``."""
+        ...
+
+
+@runtime_checkable
+class SearchStore(Protocol):
+    """The graph store's own retrieval: BM25 keyword search and the occurrence-time index."""
+
+    def keyword_search(
+        self,
+        bank_id: str,
+        query: str,
+        limit: int,
+        networks: Sequence[Network] | None = None,
+        time_range: TimeRange | None = None,
+        context_weight: float = 0.5,
+    ) -> list[tuple[str, float]]:
+        """Full-text search over unit text and (weighted) search context; (unit id, score) best first."""
+        ...
+
+    def temporal_search(
+        self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
+    ) -> list[tuple[str, datetime | None]]:
+        """Units whose occurrence interval overlaps ``time_range``."""
+        ...
+
+
+@runtime_checkable
+class SpreadingActivation(Protocol):
+    """Optional capability: a store that computes recall's spreading activation itself (a server store, in its
+    own query language, one round trip per hop) instead of the reference hop-by-hop walk over ``neighbors``."""
+
+    def spread_activation(
+        self,
+        bank_id: str,
+        seeds: Sequence[tuple[str, float]],
+        *,
+        hops: int,
+        decay: float,
+        multipliers: dict[str, float],
+        entity_fanout: int,
+        k: int,
+        default_multiplier: float = 0.5,
+    ) -> list[tuple[str, float]]:
+        """Bounded spreading activation ``A(v) = max A(u) * w * decay * mu(type)`` from ``seeds``; the ``k`` most
+        activated units (seeds included), best first, ties by id."""
+        ...
+
+
+@runtime_checkable
+class GraphStore(
+    BankStore, DocumentStore, UnitStore, OpinionStore, EntityStore, SearchStore, JobQueue, Leases, VectorMarks,
+    IntegrityChecks, Protocol,
+):
+    """Source of truth: everything above in one store (SQLite embedded, Neo4j/Bolt for servers).
+
+    Pipelines depend on the narrower protocols they use; the facade opens one ``GraphStore`` and hands it
+    to each of them.
+    """
+
     def close(self) -> None:
         """Release connections."""
         ...
@@ -442,15 +533,15 @@ class VectorIndex(Protocol):
         bank_id: str,
         ids: Sequence[str],
         embeddings: np.ndarray,
-        metadatas: Sequence[dict[str, Any]],
+        metadatas: Sequence[VectorMeta],
     ) -> None:
-        """Add or replace vectors."""
+        """Add or replace vectors with what ``query`` filters on."""
         ...
 
     def query(
-        self, bank_id: str, embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
+        self, bank_id: str, embedding: np.ndarray, k: int, filter: VectorFilter | None = None
     ) -> list[tuple[str, float]]:
-        """The ``k`` nearest units as (id, cosine similarity), best first."""
+        """The ``k`` nearest units that pass ``filter``, as (id, cosine similarity), best first."""
         ...
 
     def query_many(self, bank_id: str, embeddings: np.ndarray, k: int) -> list[list[tuple[str, float]]]:

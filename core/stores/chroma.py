@@ -19,8 +19,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderMismatchError, StoreError
-from .base import translate_errors
-from .exact_vectors import BankVectors, ExactCache, supported
+from ..models import Network
+from .base import VectorFilter, VectorMeta, translate_errors
+from .exact_vectors import BankVectors, ExactCache
 from .process_guard import ProcessGuard
 
 _OPEN: dict[str, ChromaVectorIndex] = {}  # embedded indexes open in this process, by real path
@@ -233,7 +234,7 @@ class ChromaVectorIndex:
         bank_id: str,
         ids: Sequence[str],
         embeddings: np.ndarray,
-        metadatas: Sequence[dict[str, Any]],
+        metadatas: Sequence[VectorMeta],
     ) -> None:
         """Add or replace vectors (in batches Chroma accepts, all under one hold of the index)."""
         if not len(ids):
@@ -241,7 +242,7 @@ class ChromaVectorIndex:
         with self._writing():
             col = self._collection(bank_id)
             max_batch = 5000
-            metas = [_clean_meta(m) for m in metadatas]
+            metas = [chroma_metadata(m) for m in metadatas]
             try:
                 for i in range(0, len(ids), max_batch):
                     col.upsert(
@@ -255,19 +256,22 @@ class ChromaVectorIndex:
             self._exact.upsert(bank_id, list(ids), np.asarray(embeddings, dtype=np.float32), metas)
 
     def query(
-        self, bank_id: str, embedding: np.ndarray, k: int, where: dict[str, Any] | None = None
+        self, bank_id: str, embedding: np.ndarray, k: int, filter: VectorFilter | None = None
     ) -> list[tuple[str, float]]:
-        """The ``k`` nearest units as (id, cosine similarity), best first (ties by id)."""
-        if k <= 0:
+        """The ``k`` nearest units passing ``filter`` as (id, cosine similarity), best first (ties by id)."""
+        ids = list(dict.fromkeys(filter.ids)) if filter is not None and filter.ids is not None else None
+        if k <= 0 or ids == []:
             return []
+        where = chroma_where(filter)
         with self._reading():
-            cached = self._cached(bank_id) if supported(where) else None
+            cached = self._cached(bank_id)
             if cached is not None:
-                return cached.search(np.asarray(embedding, dtype=np.float32).reshape(1, -1), k, where)[0]
+                return cached.search(np.asarray(embedding, dtype=np.float32).reshape(1, -1), k, where, ids)[0]
             res = self._collection(bank_id).query(
                 query_embeddings=np.asarray(embedding, dtype=np.float32).reshape(1, -1),
                 n_results=k,
                 where=where,
+                ids=ids,
                 include=["distances"],
             )
         ids = res["ids"][0] if res["ids"] else []
@@ -406,7 +410,34 @@ def _ranked(ids: Sequence[str], dists: Sequence[float]) -> list[tuple[str, float
     return [(i, 1.0 - float(d)) for i, d in pairs]
 
 
-def _clean_meta(meta: dict[str, Any] | None) -> dict[str, Any] | None:
-    # Chroma rejects None values and nested types in metadata, and an empty dict: that one is sent as None.
-    clean = {k: v for k, v in (meta or {}).items() if isinstance(v, str | int | float | bool)}
-    return clean or None
+def chroma_metadata(meta: VectorMeta) -> dict[str, Any] | None:
+    """A vector's Chroma metadata: ``network`` and the occurrence interval as epoch seconds ``t0``/``t1``.
+
+    Chroma rejects an empty metadata dict: none is sent as None.
+    """
+    out: dict[str, Any] = {}
+    if meta.network is not None:
+        out["network"] = Network(meta.network).value
+    if meta.start is not None:
+        out["t0"] = meta.start.timestamp()
+        out["t1"] = (meta.end or meta.start).timestamp()
+    return out or None
+
+
+def chroma_where(filter: VectorFilter | None) -> dict[str, Any] | None:
+    """The Chroma ``where`` of a typed filter: networks, and overlap of [t0, t1] with the time range (ids are
+    passed to Chroma separately)."""
+    if filter is None:
+        return None
+    clauses: list[dict[str, Any]] = []
+    if filter.networks:
+        clauses.append({"network": {"$in": [Network(n).value for n in filter.networks]}})
+    window = filter.time_range
+    if window is not None:
+        if window.end is not None:
+            clauses.append({"t0": {"$lte": window.end.timestamp()}})
+        if window.start is not None:
+            clauses.append({"t1": {"$gte": window.start.timestamp()}})
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

@@ -7,8 +7,8 @@ semantic top-100 after a reopen, 94 after a rebuild). For banks up to ``max_bank
 a copy of the vectors and ranks exactly (a matrix product: ~0.5 ms at 10k vectors), so the same store and
 query always give the same neighbours in the same order (ties by id). Larger banks use HNSW.
 
-Only the metadata filters the recall channels build are evaluated here (``$and`` of ``$in``/``$lte``/
-``$gte``/equality on scalar fields); any other filter goes to Chroma.
+Filters arrive as the Chroma ``where`` that ``chroma.chroma_where`` builds from a typed ``VectorFilter``
+(``$and`` of ``$in``/``$lte``/``$gte``/equality on scalar fields) and are evaluated here the way Chroma does.
 """
 
 from __future__ import annotations
@@ -67,14 +67,21 @@ class BankVectors:
         vectors = np.stack([v for v, _ in rows.values()]) if rows else np.zeros((0, dim), dtype=np.float32)
         self._state = (ids, vectors, [m for _, m in rows.values()])
 
-    def search(self, queries: np.ndarray, k: int, where: dict[str, Any] | None = None) -> list[list[tuple[str, float]]]:
-        """The ``k`` most similar rows per query as (id, cosine), best first, ties by id."""
+    def search(
+        self, queries: np.ndarray, k: int, where: dict[str, Any] | None = None, only: Sequence[str] | None = None
+    ) -> list[list[tuple[str, float]]]:
+        """The ``k`` most similar rows per query as (id, cosine), best first, ties by id; ``where`` filters on
+        metadata, ``only`` restricts to those ids."""
         ids, vectors, metas = self._state
         queries = np.asarray(queries, dtype=np.float32)
         queries = queries.reshape(1, -1) if queries.ndim == 1 else queries
         if not ids or k <= 0:
             return [[] for _ in range(len(queries))]
-        rows = np.arange(len(ids)) if where is None else np.flatnonzero([matches(m, where) for m in metas])
+        wanted = set(only) if only is not None else None
+        rows = np.flatnonzero([
+            (wanted is None or i in wanted) and (where is None or matches(m, where))
+            for i, m in zip(ids, metas, strict=True)
+        ]) if where is not None or wanted is not None else np.arange(len(ids))
         if not len(rows):
             return [[] for _ in range(len(queries))]
         sims = queries @ vectors[rows].T
@@ -89,18 +96,7 @@ class BankVectors:
         return out
 
 
-def supported(where: dict[str, Any] | None) -> bool:
-    """Whether ``matches`` can evaluate this Chroma filter."""
-    if where is None:
-        return True
-    try:
-        matches({}, where)
-    except _Unsupported:
-        return False
-    return True
-
-
-class _Unsupported(Exception):
+class _Unsupported(ValueError):
     pass
 
 

@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import itertools
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 from conformance_support import Backend
 
 from hindsight_core.errors import EmbedderMismatchError, StoreError
+from hindsight_core.models import Network, TimeRange
+from hindsight_core.stores.base import VectorFilter, VectorMeta
 from hindsight_core.stores.chroma import ChromaVectorIndex
+
+T0 = datetime(2024, 1, 1, tzinfo=UTC)
+
+
+def _day(n: float) -> datetime:
+    return T0 + timedelta(days=n)
 
 
 def _vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
@@ -37,8 +46,9 @@ def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
     ix.ensure_collection(bank_id, "emb", 8)
     v = _vectors(20)
     ids = [f"m{i}" for i in range(20)]
-    metas = [{"network": "world" if i % 2 == 0 else "opinion", "t": float(i), "skip": None, "nested": [1]}
-             for i in range(20)]
+    # Unit i occurred on day i (days 10-19 last two days); half the units are opinions.
+    metas = [VectorMeta(network=Network.WORLD if i % 2 == 0 else Network.OPINION, start=_day(i),
+                        end=_day(i + 1) if i >= 10 else None) for i in range(20)]
     ix.upsert(bank_id, ids, v, metas)
     assert ix.count(bank_id) == 20 and ix.ids(bank_id) == set(ids)
     hits = ix.query(bank_id, v[3], 5)
@@ -48,10 +58,22 @@ def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
     assert [h[0] for h in hits] == [f"m{i}" for i in expected]
     for (_, sim), i in zip(hits, expected, strict=True):
         assert sim == pytest.approx(float(v[i] @ v[3]), abs=1e-4)
-    world = ix.query(bank_id, v[3], 5, where={"network": "world"})
-    assert world and all(int(h[0][1:]) % 2 == 0 for h in world)
-    ranged = ix.query(bank_id, v[3], 20, where={"$and": [{"t": {"$gte": 5.0}}, {"t": {"$lt": 8.0}}]})
+    world = ix.query(bank_id, v[3], 5, VectorFilter(networks=(Network.WORLD,)))
+    assert len(world) == 5 and all(int(h[0][1:]) % 2 == 0 for h in world)
+    # Overlap: a unit matches when its [start, end] meets the range (an end of None is the start itself).
+    ranged = ix.query(bank_id, v[3], 20, VectorFilter(time_range=TimeRange(start=_day(5), end=_day(7))))
     assert {h[0] for h in ranged} == {"m5", "m6", "m7"}
+    overlap = ix.query(bank_id, v[3], 20, VectorFilter(time_range=TimeRange(start=_day(14.5), end=_day(14.6))))
+    assert {h[0] for h in overlap} == {"m14"}
+    open_ended = ix.query(bank_id, v[3], 20, VectorFilter(time_range=TimeRange(start=_day(18.5))))
+    assert {h[0] for h in open_ended} == {"m18", "m19"}
+    both = ix.query(bank_id, v[3], 20, VectorFilter(networks=(Network.OPINION,),
+                                                    time_range=TimeRange(start=_day(5), end=_day(7))))
+    assert {h[0] for h in both} == {"m5", "m7"}
+    chosen = ix.query(bank_id, v[3], 2, VectorFilter(ids=("m1", "m3", "m8", "gone")))
+    assert [h[0] for h in chosen] == [f"m{i}" for i in sorted((1, 3, 8), key=lambda i: -float(v[i] @ v[3]))[:2]]
+    assert ix.query(bank_id, v[3], 5, VectorFilter(ids=())) == []
+    assert VectorFilter.of() is None and VectorFilter.of(networks=["world"]) == VectorFilter(networks=(Network.WORLD,))
     assert ix.query(bank_id, v[3], 0) == []
     assert len(ix.query(bank_id, v[3], 100)) == 20  # k above the count returns everything
     many = ix.query_many(bank_id, v[:3], 2)
@@ -60,7 +82,7 @@ def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
     assert set(got) == {"m1", "m2"} and np.allclose(got["m1"], v[1], atol=1e-6)
     assert ix.get_embeddings(bank_id, []) == {}
     # upsert replaces
-    ix.upsert(bank_id, ["m1"], v[5:6], [{"network": "world"}])
+    ix.upsert(bank_id, ["m1"], v[5:6], [VectorMeta(network=Network.WORLD)])
     assert ix.count(bank_id) == 20 and np.allclose(ix.get_embeddings(bank_id, ["m1"])["m1"], v[5], atol=1e-6)
     ix.delete(bank_id, ["m1", "m2", "never-there"])
     ix.delete(bank_id, [])
@@ -73,8 +95,8 @@ def test_bank_isolation_and_drop(backend: Backend, bank_id: str) -> None:
     for bank in (a, b):
         ix.ensure_collection(bank, "emb", 8)
     v = _vectors(4)
-    ix.upsert(a, ["x1", "x2"], v[:2], [{}, {}])
-    ix.upsert(b, ["y1"], v[2:3], [{}])
+    ix.upsert(a, ["x1", "x2"], v[:2], [VectorMeta(), VectorMeta()])
+    ix.upsert(b, ["y1"], v[2:3], [VectorMeta()])
     assert {h[0] for h in ix.query(a, v[2], 10)} == {"x1", "x2"}
     assert ix.ids(b) == {"y1"}
     ix.drop_bank(a)
@@ -91,7 +113,7 @@ def test_large_upsert_and_paged_ids(backend: Backend, bank_id: str) -> None:
     ix.ensure_collection(bank_id, "emb", 4)
     n = 10_050
     v = _vectors(n, dim=4, seed=1)
-    ix.upsert(bank_id, [f"i{k}" for k in range(n)], v, [{"n": k} for k in range(n)])
+    ix.upsert(bank_id, [f"i{k}" for k in range(n)], v, [VectorMeta(start=_day(k)) for k in range(n)])
     assert ix.count(bank_id) == n and len(ix.ids(bank_id)) == n
 
 

@@ -1,0 +1,106 @@
+"""The wiring: every pipeline of one ``Hindsight``, built in one place with its dependencies explicit.
+
+``wire`` is the only function that knows which part needs which; the pipelines themselves receive the
+narrow store protocols, callables and settings they use and never reach through the facade. ``Bank``
+delegates to the ``Engine`` it is given; ``Hindsight`` owns the process-level parts (lease, recovery,
+opening the stores) and builds the engine with ``wire``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from .config import Settings
+from .embedding import Embedder
+from .extract.base import Extractor
+from .extract.raw_extractor import RawExtractor
+from .forget import ForgetPipeline
+from .jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
+from .llm.base import LLM
+from .observation_job import ObservationWriter
+from .recall.pipeline import RecallPipeline
+from .recall.rerank import Reranker
+from .reflect import ReflectPipeline
+from .reinforce import OpinionReinforcer
+from .retain import RetainPipeline
+from .stores.base import GraphStore, VectorIndex
+from .vector_sync import VectorSync
+from .worker import Worker
+
+T = TypeVar("T")
+
+
+class Lazy(Generic[T]):
+    """A value made on first use, once, thread-safely (the local model must not load at open)."""
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make = make
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> T:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._make()
+        return self._value
+
+
+@dataclass(frozen=True)
+class Engine:
+    """The wired parts of one ``Hindsight``, as its banks use them."""
+
+    store: GraphStore
+    index: VectorIndex
+    embedder: Embedder
+    settings: Settings
+    vectors: VectorSync
+    retainer: RetainPipeline
+    recaller: RecallPipeline
+    reflector: ReflectPipeline
+    forgetter: ForgetPipeline
+    jobs: JobScheduler
+    observations: ObservationWriter
+    reinforcer: OpinionReinforcer
+    worker: Worker
+    llm: Callable[[], LLM]
+
+
+def wire(
+    store: GraphStore,
+    index: VectorIndex,
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    llm: Callable[[], LLM],
+    extractor: Callable[[], Extractor],
+    count_tokens: Callable[[str], int],
+    executor: ThreadPoolExecutor,
+    owner: str | None,
+    notify: Callable[[], None],
+    reranker: Reranker | None = None,
+) -> Engine:
+    """Build every pipeline of one ``Hindsight``.
+
+    ``llm`` and ``extractor`` are called when first needed; ``owner`` is this process's lease id (jobs,
+    documents and vector marks it holds); ``notify`` wakes the worker after a job is queued.
+    """
+    vectors = VectorSync(store, index, embedder, settings, owner)
+    retainer = RetainPipeline(store, index, embedder, settings, RawExtractor(window=settings.raw_window), extractor,
+                              vectors=vectors)
+    recaller = RecallPipeline(store, index, embedder, settings.recall, count_tokens, executor, reranker)
+    reflector = ReflectPipeline(store, recaller, retainer.store_facts, llm)
+    jobs = JobScheduler(store, retainer, reflector, notify)
+    retainer.on_retained = jobs.queue_follow_ups
+    observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts)
+    reinforcer = OpinionReinforcer(store, index, vectors.reindex, llm, settings.cara, owner)
+    handlers = {RETAIN: jobs.run_retain, REFLECT: jobs.run_reflect, OBSERVATIONS: observations.run,
+                OPINIONS: reinforcer.run}
+    worker = Worker(store, handlers, owner=owner)
+    return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,
+                  retainer=retainer, recaller=recaller, reflector=reflector, forgetter=ForgetPipeline(store, vectors),
+                  jobs=jobs, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm)

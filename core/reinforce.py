@@ -1,0 +1,94 @@
+"""The opinion job (paper section 5.3): new facts reinforce, weaken or contradict the opinions they bear on.
+
+Runs in the background worker after a retain, when the bank holds opinions. An opinion is related to a new
+fact when they mention a common entity or their vectors are close; one structured model call per opinion
+labels the new evidence (:func:`hindsight_core.opinions.assess_opinion`) and the store moves the confidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from .config import CaraSettings
+from .disposition import opinion_step
+from .llm.base import LLM
+from .models import Job, Memory, Network
+from .observation_job import FACT_NETWORKS
+from .opinions import Assessment, assess_opinion, confidence_delta
+from .stores.base import BankStore, EntityStore, OpinionStore, OpinionUpdate, UnitStore, VectorFilter, VectorIndex
+
+_SIMILAR_OPINIONS = 5  # nearest opinions considered per new fact
+
+
+class ReinforceStore(BankStore, UnitStore, EntityStore, OpinionStore, Protocol):
+    """What the opinion job reads and writes: the disposition, facts, opinions and their history."""
+
+
+class OpinionReinforcer:
+    """Moves the confidence of opinions related to new facts, exactly once per (opinion, evidence)."""
+
+    def __init__(
+        self,
+        store: ReinforceStore,
+        index: VectorIndex,
+        reindex: Callable[[str, Sequence[str]], object],
+        llm: Callable[[], LLM],
+        settings: CaraSettings,
+        owner: str | None = None,
+    ) -> None:
+        """``reindex(bank, ids)`` re-embeds units whose text changed (a contradiction rewrites the opinion);
+        ``owner`` is this process's lease id (a vector mark left by a crash is then finished by someone)."""
+        self.store = store
+        self.index = index
+        self.reindex = reindex
+        self._llm = llm
+        self.settings = settings
+        self.owner = owner
+
+    def related(self, bank_id: str, new: Sequence[Memory]) -> dict[str, set[str]]:
+        """Opinion id -> ids of the new facts that bear on it (a shared entity, or a close vector)."""
+        store = self.store
+        related: dict[str, set[str]] = {}
+        for fact in new:
+            entity_ids = [e.id for n in fact.entities if (e := store.find_entity(bank_id, n)) is not None]
+            for op_id in store.units_in_network(bank_id, Network.OPINION, entity_ids) if entity_ids else []:
+                related.setdefault(op_id, set()).add(fact.id)
+        opinions_only = VectorFilter(networks=(Network.OPINION,))
+        for fact_id, vector in self.index.get_embeddings(bank_id, [m.id for m in new]).items():
+            for op_id, sim in self.index.query(bank_id, vector, _SIMILAR_OPINIONS, opinions_only):
+                if sim >= self.settings.opinion_similarity:
+                    related.setdefault(op_id, set()).add(fact_id)
+        return related
+
+    def run(self, job: Job) -> None:
+        """Job handler: assess every opinion related to ``job.payload["unit_ids"]`` and move its confidence.
+
+        Exactly once per (opinion, evidence): evidence already applied to an opinion (by an earlier attempt of
+        this job, or another job) is left out before the model is asked, and the store re-checks it inside
+        the transaction that moves the confidence and appends the history event.
+        """
+        store, bank_id = self.store, job.bank_id
+        new = [m for m in store.get_units(bank_id, job.payload.get("unit_ids", [])) if m.network in FACT_NETWORKS]
+        profile = store.get_bank(bank_id)
+        if not new or profile is None:
+            return
+        related = self.related(bank_id, new)
+        by_id = {m.id: m for m in new}
+        step = opinion_step(self.settings.opinion_step, profile.disposition)
+        for opinion in store.get_units(bank_id, sorted(related)):  # a vector without a unit is skipped here
+            applied = store.applied_evidence(bank_id, opinion.id)
+            evidence = [by_id[i] for i in by_id if i in related[opinion.id] and i not in applied]
+            if not evidence:
+                continue
+            old = opinion.confidence if opinion.confidence is not None else 0.5
+            verdict = assess_opinion(self._llm(), opinion.text, old, [(m.id, m.text) for m in evidence])
+            if verdict.label == Assessment.NEUTRAL:
+                continue
+            new_text = verdict.revised_text if verdict.label == Assessment.CONTRADICT else None
+            event = store.apply_opinion_update(bank_id, OpinionUpdate(
+                opinion_id=opinion.id, label=verdict.label.value, delta=confidence_delta(verdict.label, step),
+                evidence=tuple(m.id for m in evidence), rationale=verdict.rationale, new_text=new_text,
+            ), owner=self.owner)
+            if event is not None and event.new_text:
+                self.reindex(bank_id, [opinion.id])

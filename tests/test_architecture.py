@@ -1,0 +1,203 @@
+"""The structure ``docs/ARCHITECTURE.md`` describes, checked: an acyclic import graph, the store protocols,
+and seams that take any implementation (an extractor given at open, a store without optional capabilities).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from hindsight_core import Hindsight
+from hindsight_core.extract.base import ExtractedEntity, ExtractedFact, Extractor, ExtractorWithWork
+from hindsight_core.extract.raw_extractor import RawExtractor
+from hindsight_core.models import EntityType, Message, Network
+from hindsight_core.stores import base
+from hindsight_core.stores.sqlite import SQLiteGraphStore
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"hindsight_core": ROOT / "core", "langchain_hindsight": ROOT / "langchain_hindsight",
+            "llama_index_hindsight": ROOT / "llama_index_hindsight"}
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for package, folder in PACKAGES.items():
+        for path in folder.rglob("*.py"):
+            parts = [package, *path.relative_to(folder).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """Every module of ours that ``name`` imports anywhere: top level, in functions, under TYPE_CHECKING."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            base_parts = package[: len(package) - node.level + 1] if node.level else []
+            target = ".".join([*base_parts, *([node.module] if node.module else [])])
+            candidates = [target, *(f"{target}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            candidates = [alias.name for alias in node.names]
+        else:
+            continue
+        out.update(c for c in candidates if c in modules and c != name)
+    return out
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_import_graph_has_no_cycle() -> None:
+    modules = _modules()
+    graph = {name: _imports(name, path, modules) for name, path in modules.items()}
+    # Packages import their submodules (re-exports); a submodule importing its own package would close a loop.
+    assert _cycles(graph) == []
+    # Only the layers above the facade use it; no pipeline reaches through it.
+    users = {m for m in graph if "hindsight_core.hindsight" in graph[m] and m.startswith("hindsight_core")}
+    assert users <= {"hindsight_core", "hindsight_core.cli", "hindsight_core.demo", "hindsight_core.integrity"}
+
+
+def test_the_check_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("name", sorted(_modules()))
+def test_every_module_imports(name: str) -> None:
+    importlib.import_module(name)
+
+
+# the store protocols ----------------------------------------------------------------------------------------
+NARROW = (base.BankStore, base.DocumentStore, base.UnitStore, base.OpinionStore, base.EntityStore,
+          base.SearchStore, base.JobQueue, base.Leases, base.VectorMarks, base.IntegrityChecks)
+
+
+def _methods(protocol: type) -> set[str]:
+    return {n for n, v in vars(protocol).items() if callable(v) and not n.startswith("_")}
+
+
+def test_graph_store_is_the_union_of_disjoint_protocols() -> None:
+    seen: set[str] = set()
+    for protocol in NARROW:
+        methods = _methods(protocol)
+        assert methods and not methods & seen, protocol.__name__
+        seen |= methods
+    every = {n for n in dir(base.GraphStore) if not n.startswith("_") and callable(getattr(base.GraphStore, n))}
+    assert every == seen | {"close"}
+
+
+def test_sqlite_store_satisfies_every_protocol_and_declares_no_optional_capability() -> None:
+    store = SQLiteGraphStore(":memory:")
+    try:
+        assert all(isinstance(store, p) for p in (*NARROW, base.GraphStore))
+        # Spreading activation is optional: recall falls back to the reference walk over ``neighbors``.
+        assert not isinstance(store, base.SpreadingActivation)
+    finally:
+        store.close()
+
+
+def test_neo4j_store_declares_spreading_activation() -> None:
+    from hindsight_core.stores.neo4j import Neo4jGraphStore
+
+    assert all(callable(getattr(Neo4jGraphStore, m, None)) for p in NARROW for m in _methods(p))
+    assert callable(getattr(Neo4jGraphStore, "spread_activation", None))
+    assert _methods(base.SpreadingActivation) == {"spread_activation"}
+
+
+# an extractor given at open ---------------------------------------------------------------------------------
+class KeywordExtractor:
+    """A deterministic extractor without a model: one fact per message, capitalised words as entities."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def extract(
+        self, messages: Sequence[Message], *, document_time: datetime, context: str | None = None
+    ) -> list[ExtractedFact]:
+        self.calls += 1
+        return [
+            ExtractedFact(
+                text=f"{m.speaker} said: {m.text}", network=Network.WORLD, mentioned_at=m.timestamp or document_time,
+                entities=[ExtractedEntity(name=w.strip(".,!?"), type=EntityType.OTHER)
+                          for w in m.text.split()[1:] if w[:1].isupper()],
+                sources=[m.id] if m.id else [], position=i,
+            )
+            for i, m in enumerate(messages)
+        ]
+
+    async def aextract(
+        self, messages: Sequence[Message], *, document_time: datetime, context: str | None = None
+    ) -> list[ExtractedFact]:
+        return self.extract(messages, document_time=document_time, context=context)
+
+
+class NoLLM:
+    """Fails the test if anything asks for a model."""
+
+    name = "no-llm"
+
+    def generate(self, *args: object, **kwargs: object) -> object:
+        raise AssertionError("no model call expected")
+
+    async def agenerate(self, *args: object, **kwargs: object) -> object:
+        raise AssertionError("no model call expected")
+
+
+def test_open_takes_any_extractor(tmp_path: Path) -> None:
+    extractor = KeywordExtractor()
+    assert isinstance(extractor, Extractor) and not isinstance(extractor, ExtractorWithWork)
+    assert isinstance(RawExtractor(), ExtractorWithWork)
+    with Hindsight.open(tmp_path / "m", extractor=extractor, llm=NoLLM(), start_worker=False) as hs:
+        bank = hs.bank("b")
+        result = bank.retain([{"speaker": "Ann", "text": "I moved to Lisbon with Pepper.", "id": "m1"}],
+                             background=False)
+        assert extractor.calls == 1
+        assert [m.text for m in result.memories] == ["Ann said: I moved to Lisbon with Pepper."]
+        assert set(result.entities) == {"Lisbon", "Pepper"} and result.memories[0].sources == ["m1"]
+        assert bank.recall("Where did Ann move?").memories[0].id == result.memories[0].id
+
+
+async def test_open_takes_any_extractor_async(tmp_path: Path) -> None:
+    extractor = KeywordExtractor()
+    with Hindsight.open(tmp_path / "m", extractor=extractor, llm=NoLLM(), start_worker=False) as hs:
+        result = await hs.bank("b").aretain("Bo adopted a cat named Miso.", background=False)
+        assert extractor.calls == 1 and "Miso" in result.entities
