@@ -29,7 +29,7 @@ from .reinforce import OpinionReinforcer
 from .retain import RetainPipeline
 from .stores.base import GraphStore, VectorIndex
 from .vector_sync import VectorSync
-from .worker import Worker
+from .worker import Handler, Worker
 
 T = TypeVar("T")
 
@@ -98,7 +98,7 @@ def wire(
     retainer.on_retained = jobs.queue_follow_ups
     observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts)
     reinforcer = OpinionReinforcer(store, index, vectors.reindex, llm, settings.cara, owner)
-    handlers = {RETAIN: jobs.run_retain, REFLECT: jobs.run_reflect, OBSERVATIONS: observations.run,
+    handlers: dict[str, Handler] = {RETAIN: jobs.run_retain, REFLECT: jobs.run_reflect, OBSERVATIONS: observations.run,
                 OPINIONS: reinforcer.run}
     worker = Worker(store, handlers, owner=owner)
     return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,

@@ -39,7 +39,7 @@ from .config import EntityResolutionSettings
 from .extract.base import ExtractedEntity, ExtractedFact
 from .models import Entity, EntityType
 from .names import compact_name, is_short_form, name_tokens, normalise_name, short_form_relatives
-from .stores.base import GraphStore, Mention
+from .stores.base import EntityStore, Mention
 
 __all__ = ["EntityResolver", "Resolution", "name_relation"]
 
@@ -177,7 +177,7 @@ class _BankView:
 class EntityResolver:
     """Resolves mentions against one bank's entities (see the module docstring for the rules)."""
 
-    def __init__(self, store: GraphStore, settings: EntityResolutionSettings | None = None) -> None:
+    def __init__(self, store: EntityStore, settings: EntityResolutionSettings | None = None) -> None:
         self.store = store
         self.settings = settings or EntityResolutionSettings()
 

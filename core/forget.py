@@ -10,17 +10,22 @@ memory the caller asked to forget.
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
-from .stores.base import GraphStore
+from .stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from .vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
 
 
+class ForgetStore(BankStore, DocumentStore, UnitStore, EntityStore, VectorMarks, Protocol):
+    """What forgetting deletes through: documents, units (by id or entity), banks, and the vector marks."""
+
+
 class ForgetPipeline:
     """Deletes from both stores for any bank of one ``Hindsight``."""
 
-    def __init__(self, store: GraphStore, vectors: VectorSync) -> None:
+    def __init__(self, store: ForgetStore, vectors: VectorSync) -> None:
         """Deletes through ``store`` (the truth) and then ``vectors``."""
         self.store = store
         self.vectors = vectors

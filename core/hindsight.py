@@ -21,7 +21,7 @@ from .llm.base import LLM
 from .models import BankProfile, Disposition, utcnow
 from .recall.rerank import Reranker
 from .reconcile import reconcile_bank
-from .stores.base import GraphStore, VectorIndex
+from .stores.base import GraphStore, ResettableIndex, VectorIndex
 from .stores.process_guard import VectorIndexDamagedError
 from .tokens import count_tokens
 from .validation import Identifier, Text, public
@@ -99,8 +99,10 @@ class Hindsight:
                     self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
             except VectorIndexDamagedError as exc:
                 # Derived data: rebuilt from the graph store (reconcile re-embeds every unit below).
+                if not isinstance(self.index, ResettableIndex):
+                    raise
                 log.error("%s; rebuilding the vector index from the graph store", exc)
-                self.index.reset()  # type: ignore[attr-defined]
+                self.index.reset()
                 for bank_id in banks:
                     self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
                 reconcile = True

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable
-from datetime import datetime
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from .inputs import RetainInput
+from .inputs import RetainInput, parse_timestamp
 from .models import Disposition, DocumentStatus, Job, Network, RetainResult
 from .observation_job import FACT_NETWORKS
 from .reflect import ReflectPipeline
 from .retain import RetainPipeline, retain_options
 from .stores.base import DocumentStore, EntityStore, JobQueue, UnitStore
+from .validation import When
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class JobScheduler:
         bank_id: str,
         content: RetainInput,
         *,
-        timestamp: datetime | str | None = None,
+        timestamp: When = None,
         document_id: str | None = None,
         context: str | None = None,
         extract: bool = True,
@@ -112,15 +112,15 @@ class JobScheduler:
         bank_id: str,
         query: str,
         *,
-        disposition: Disposition | None = None,
+        disposition: Disposition | Mapping[str, Any] | None = None,
         budget: int = 2000,
-        reference_time: datetime | str | None = None,
+        reference_time: When = None,
     ) -> Job:
         """Queue a reflect (its opinions are stored when it runs)."""
         payload = {
             "query": query, "budget": budget,
             "disposition": Disposition.model_validate(disposition).model_dump() if disposition else None,
-            "reference_time": reference_time.isoformat() if isinstance(reference_time, datetime) else reference_time,
+            "reference_time": ref.isoformat() if (ref := parse_timestamp(reference_time, "reference_time")) else None,
         }
         return self._enqueue(Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=REFLECT, payload=payload))
 

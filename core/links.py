@@ -14,7 +14,7 @@ import numpy as np
 from .config import LinkSettings
 from .extract.base import ExtractedFact
 from .models import Link, LinkType, Memory
-from .stores.base import GraphStore, VectorIndex
+from .stores.base import UnitStore, VectorIndex
 
 _INVERSE: dict[LinkType, LinkType] = {
     LinkType.CAUSES: LinkType.CAUSED_BY,
@@ -33,7 +33,7 @@ def build_links(
     units: Sequence[Memory],
     facts: Sequence[ExtractedFact],
     embeddings: np.ndarray,
-    store: GraphStore,
+    store: UnitStore,
     index: VectorIndex,
     settings: LinkSettings,
 ) -> list[Link]:

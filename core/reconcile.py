@@ -10,14 +10,14 @@ import logging
 
 from .config import Settings
 from .embedding import Embedder
-from .stores.base import GraphStore, VectorIndex
+from .stores.base import UnitStore, VectorIndex
 from .unit_text import index_units
 
 log = logging.getLogger(__name__)
 
 
 def reconcile_bank(
-    bank_id: str, store: GraphStore, index: VectorIndex, embedder: Embedder, settings: Settings
+    bank_id: str, store: UnitStore, index: VectorIndex, embedder: Embedder, settings: Settings
 ) -> dict[str, int]:
     """Make the bank's vectors match its units; returns how many were re-indexed and dropped."""
     unit_ids = store.unit_ids(bank_id)

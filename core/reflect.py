@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -35,6 +35,10 @@ from .opinions import FormedOpinion
 from .recall.pipeline import RecallPipeline
 from .retain import FactWriter
 from .stores.base import BankStore, UnitStore
+from .validation import When
+
+DispositionLike = Disposition | Mapping[str, Any] | None
+"""A disposition, or its fields as a mapping (validated), or None for the bank's own."""
 
 UNKNOWN_ANSWER = "I don't know: nothing in my memory answers that."
 MAX_MEMORIES_IN_PROMPT = 24
@@ -111,7 +115,7 @@ class ReflectPipeline:
         self._llm = llm
 
     def _prepare(
-        self, bank_id: str, query: str, disposition: Disposition | None, budget: int, reference_time: Any
+        self, bank_id: str, query: str, disposition: DispositionLike, budget: int, reference_time: When
     ) -> tuple[BankProfile, Disposition, Recall, list[Memory], list[ChatMessage]]:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("reflect needs a non-empty question")
@@ -185,8 +189,8 @@ class ReflectPipeline:
         return result.memories
 
     def reflect(
-        self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,
-        reference_time: Any = None, opinion_document: str | None = None,
+        self, bank_id: str, query: str, *, disposition: DispositionLike = None, budget: int = 2000,
+        reference_time: When = None, opinion_document: str | None = None,
     ) -> Reflection:
         """See ``Bank.reflect``; ``opinion_document``: see ``store_opinions`` (scheduled reflects)."""
         _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
@@ -196,8 +200,8 @@ class ReflectPipeline:
         return self._finish(bank_id, query, disp, memories, messages, out, opinion_document)
 
     async def areflect(
-        self, bank_id: str, query: str, *, disposition: Disposition | None = None, budget: int = 2000,
-        reference_time: Any = None,
+        self, bank_id: str, query: str, *, disposition: DispositionLike = None, budget: int = 2000,
+        reference_time: When = None,
     ) -> Reflection:
         """Async twin: recall and storage in a worker thread, the model call natively async."""
         _, disp, recall, memories, messages = await asyncio.to_thread(

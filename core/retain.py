@@ -16,7 +16,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any, Protocol
 
 import numpy as np
@@ -31,6 +30,7 @@ from .links import build_links
 from .models import Document, DocumentKind, DocumentStatus, Memory, Message, OpinionEvent, RetainResult, utcnow
 from .stores.base import GraphStore, UnitBatch, VectorIndex
 from .unit_text import embedding_text, search_contexts, timed_text, vector_metadata
+from .validation import When
 from .vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class RetainPipeline:
         settings: Settings,
         raw_extractor: Extractor,
         llm_extractor: Callable[[], Extractor],
-        on_retained: Callable[[RetainResult], None] | None = None,
+        on_retained: Callable[[RetainResult], object] | None = None,
         vectors: VectorSync | None = None,
     ) -> None:
         self.store = store
@@ -89,7 +89,7 @@ class RetainPipeline:
         bank_id: str,
         content: RetainInput,
         *,
-        timestamp: datetime | str | None,
+        timestamp: When,
         document_id: str | None,
         context: str | None,
         document_metadata: dict[str, Any] | None = None,
@@ -281,7 +281,7 @@ class RetainPipeline:
         bank_id: str,
         content: RetainInput,
         *,
-        timestamp: datetime | str | None = None,
+        timestamp: When = None,
         document_id: str | None = None,
         context: str | None = None,
         extract: bool = True,
@@ -354,7 +354,7 @@ class RetainPipeline:
         bank_id: str,
         content: RetainInput,
         *,
-        timestamp: datetime | str | None = None,
+        timestamp: When = None,
         document_id: str | None = None,
         context: str | None = None,
         extract: bool = True,

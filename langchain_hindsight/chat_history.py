@@ -101,6 +101,7 @@ class HindsightChatMessageHistory(BaseChatMessageHistory):
 
     # reading -------------------------------------------------------------------------------------
     @property
+    # LangChain declares ``messages`` as a plain attribute; ours is read from the bank on every access.
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """Every message of the session, oldest first, exactly as added."""
         out: list[BaseMessage] = []
@@ -139,7 +140,7 @@ class HindsightChatMessageHistory(BaseChatMessageHistory):
         if not messages:
             return
         try:
-            self.last_result = self.bank.retain(**self._retain_args(messages))  # type: ignore[arg-type]
+            self.last_result = self.bank.retain(**self._retain_args(messages))
         except ExtractionError as exc:
             self._kept(exc)
 
@@ -148,7 +149,7 @@ class HindsightChatMessageHistory(BaseChatMessageHistory):
         if not messages:
             return
         try:
-            self.last_result = await self.bank.aretain(**self._retain_args(messages))  # type: ignore[arg-type]
+            self.last_result = await self.bank.aretain(**self._retain_args(messages))
         except ExtractionError as exc:
             self._kept(exc)
 

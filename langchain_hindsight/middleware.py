@@ -9,7 +9,7 @@ run, the messages not yet retained are retained into the bank.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, NotRequired, cast
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
@@ -108,7 +108,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         pending = self._pending_query(state)
         if pending is None:
             return None
-        recall = bank.recall(pending[0], **self.recall_options)  # type: ignore[arg-type]
+        recall = bank.recall(pending[0], **self.recall_options)
         return {"memories": [memory_to_dict(m) for m in recall.memories], "hindsight_recalled_for": pending[1]}
 
     async def abefore_model(self, state: HindsightAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
@@ -117,11 +117,13 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         pending = self._pending_query(state)
         if pending is None:
             return None
-        recall = await bank.arecall(pending[0], **self.recall_options)  # type: ignore[arg-type]
+        recall = await bank.arecall(pending[0], **self.recall_options)
         return {"memories": [memory_to_dict(m) for m in recall.memories], "hindsight_recalled_for": pending[1]}
 
     def _with_memories(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
-        block = format_memories(request.state.get("memories") or [], self.header) if self.recall_enabled else ""
+        # The state's "memories" key is ours (written by before_model): a list of memory dicts.
+        memories = cast("list[dict[str, Any]]", request.state.get("memories") or [])
+        block = format_memories(memories, self.header) if self.recall_enabled else ""
         if not block:
             return request
         base = request.system_message.text if request.system_message is not None else ""

@@ -156,14 +156,15 @@ class HindsightStore(BaseStore):
 
     # items -----------------------------------------------------------------------------------------
     @staticmethod
-    def _item(namespace: tuple[str, ...], doc: Document, score: float | None = None, search: bool = False) -> Item:
-        value = doc.metadata[VALUE_KEY]
-        created = doc.created_at.astimezone(UTC)
-        updated = doc.updated_at.astimezone(UTC)
-        if search:
-            return SearchItem(namespace=namespace, key=doc.id, value=value, created_at=created, updated_at=updated,
-                              score=score)
-        return Item(namespace=namespace, key=doc.id, value=value, created_at=created, updated_at=updated)
+    def _item(namespace: tuple[str, ...], doc: Document) -> Item:
+        return Item(namespace=namespace, key=doc.id, value=doc.metadata[VALUE_KEY],
+                    created_at=doc.created_at.astimezone(UTC), updated_at=doc.updated_at.astimezone(UTC))
+
+    @staticmethod
+    def _search_item(namespace: tuple[str, ...], doc: Document, score: float | None) -> SearchItem:
+        return SearchItem(namespace=namespace, key=doc.id, value=doc.metadata[VALUE_KEY],
+                          created_at=doc.created_at.astimezone(UTC), updated_at=doc.updated_at.astimezone(UTC),
+                          score=score)
 
     @staticmethod
     def _document(bank: Bank, key: str) -> Document | None:
@@ -251,14 +252,14 @@ class HindsightStore(BaseStore):
         for (namespace, doc_id), (score, bank) in sorted(best.items(), key=lambda kv: -kv[1][0]):
             doc = self._document(bank, doc_id)  # memories of chat transcripts etc. have no store value
             if doc is not None and _passes(doc.metadata[VALUE_KEY], op.filter):
-                items.append(self._item(namespace, doc, score, search=True))  # type: ignore[arg-type]
+                items.append(self._search_item(namespace, doc, score))
         return items[op.offset: op.offset + op.limit]
 
     def _listed(self, op: SearchOp, banks: list[tuple[tuple[str, ...], Bank]]) -> list[SearchItem]:
         docs = [(ns, d) for ns, bank in banks for d in bank.documents() if VALUE_KEY in d.metadata]
         docs = [(ns, d) for ns, d in docs if _passes(d.metadata[VALUE_KEY], op.filter)]
         docs.sort(key=lambda nd: nd[1].updated_at, reverse=True)  # newest first, like LangGraph's stores
-        return [self._item(ns, d, None, search=True)  # type: ignore[misc]
+        return [self._search_item(ns, d, None)
                 for ns, d in docs[op.offset: op.offset + op.limit]]
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

@@ -17,6 +17,7 @@ from ..inputs import clean_text, parse_timestamp
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
 from ..stores.base import VectorIndex
 from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
+from ..validation import When, Window
 from . import channels as ch
 from .fusion import reciprocal_rank_fusion
 from .packing import pack
@@ -77,8 +78,8 @@ class RecallPipeline:
         budget: int = 2000,
         max_memories: int | None = None,
         networks: Sequence[Network | str] | None = None,
-        time_range: TimeRange | tuple[Any, Any] | None = None,
-        reference_time: datetime | str | None = None,
+        time_range: Window = None,
+        reference_time: When = None,
         trace: bool = False,
         channels: Sequence[str] | None = None,
     ) -> Recall:
@@ -119,7 +120,7 @@ class RecallPipeline:
             results[name] = fut.result()
         if "graph" in enabled:
             # Spreading activation starts from the best direct hits of semantic and keyword together.
-            direct = {n: results[n] for n in ("semantic", "keyword") if n in results}
+            direct = {n: r for n, r in results.items() if n in ("semantic", "keyword")}
             seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=s.channel_weights, with_hits=False)
             seeds = seeds[: s.graph_seeds]
             if seeds:
@@ -201,8 +202,8 @@ class RecallPipeline:
         budget: int,
         max_memories: int | None,
         networks: Sequence[Network | str] | None,
-        time_range: TimeRange | tuple[Any, Any] | None,
-        reference_time: datetime | str | None,
+        time_range: Window,
+        reference_time: When,
         channels: Sequence[str] | None,
     ) -> tuple[str, list[Network] | None, TimeRange | None, datetime, tuple[str, ...]]:
         if not isinstance(query, str):

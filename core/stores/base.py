@@ -567,3 +567,13 @@ class VectorIndex(Protocol):
     def count(self, bank_id: str) -> int:
         """Number of vectors in the bank's collection."""
         ...
+
+
+@runtime_checkable
+class ResettableIndex(Protocol):
+    """Optional capability: an index that can discard everything it holds (a damaged embedded index is reset
+    and rebuilt from the graph store at open)."""
+
+    def reset(self) -> None:
+        """Drop every collection and start empty."""
+        ...

@@ -267,11 +267,17 @@ class ChromaVectorIndex:
             cached = self._cached(bank_id)
             if cached is not None:
                 return cached.search(np.asarray(embedding, dtype=np.float32).reshape(1, -1), k, where, ids)[0]
+            if ids is not None:
+                # Chroma's query fails on an id it does not hold: the few chosen vectors are ranked here instead.
+                got = self._collection(bank_id).get(ids=ids, where=where, include=["embeddings"])
+                if not got["ids"]:
+                    return []
+                rows = BankVectors(got["ids"], np.asarray(got["embeddings"], dtype=np.float32), [{}] * len(got["ids"]))
+                return rows.search(np.asarray(embedding, dtype=np.float32).reshape(1, -1), k)[0]
             res = self._collection(bank_id).query(
                 query_embeddings=np.asarray(embedding, dtype=np.float32).reshape(1, -1),
                 n_results=k,
                 where=where,
-                ids=ids,
                 include=["distances"],
             )
         ids = res["ids"][0] if res["ids"] else []

@@ -26,6 +26,7 @@ bm25 over per-bank statistics, so both stores rank keyword hits alike.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -77,6 +78,11 @@ def _ts(value: datetime | None) -> float | None:
 
 def _dt(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def _at(value: float) -> datetime:
+    """A timestamp column that is never null."""
+    return datetime.fromtimestamp(value, UTC)
 
 
 def bank_key(bank_id: str) -> str:
@@ -207,9 +213,7 @@ class Neo4jGraphStore:
                 break
             props = keyword_tokens([(r["text"] or "", r["context"] or "") for r in todo])
             rows_ = [{"id": r["id"], "props": p} for r, p in zip(todo, props, strict=True)]
-            self._write(lambda tx, rows_=rows_: tx.run(
-                "UNWIND $rows AS r MATCH (u:Unit {id: r.id}) SET u += r.props", rows=rows_
-            ).consume())
+            self._write(functools.partial(_set_unit_props, rows=rows_))
         self._write(lambda tx: tx.run(
             "MERGE (s:Schema {id: 'hindsight'}) SET s.version = $v", v=SCHEMA_VERSION
         ).consume(), retry_duplicates=True)
@@ -409,7 +413,7 @@ class Neo4jGraphStore:
         key = bank_key(bank_id)
         seq0 = time.time_ns() // 1000 * 1000  # insertion order across processes, for "newest first"
         entities = [_entity_props(bank_id, e) for e in [*batch.new_entities, *batch.updated_entities]]
-        units = []
+        units: list[dict[str, Any]] = []
         keywords = keyword_tokens([(u.text, batch.contexts.get(u.id, "")) for u in batch.units])
         for i, u in enumerate(batch.units):
             start, end, mentioned = _ts(u.occurred_start), _ts(u.occurred_end), _ts(u.mentioned_at)
@@ -999,8 +1003,8 @@ class Neo4jGraphStore:
     def list_owners(self) -> list[Owner]:
         """Every registered owner."""
         rows = self._read("MATCH (o:Owner) RETURN properties(o) AS o ORDER BY o.started_at, o.id")
-        return [Owner(id=o["id"], host=o["host"], pid=int(o["pid"]), started_at=_dt(o["started_at"]),  # type: ignore[arg-type]
-                      heartbeat_at=_dt(o["heartbeat_at"])) for o in (r["o"] for r in rows)]  # type: ignore[arg-type]
+        return [Owner(id=o["id"], host=o["host"], pid=int(o["pid"]), started_at=_at(o["started_at"]),
+                      heartbeat_at=_at(o["heartbeat_at"])) for o in (r["o"] for r in rows)]
 
     def release_owners(self, dead: Sequence[str], reaper: str, now: datetime) -> Released:
         """Take back what dead owners held (see ``Leases.release_owners``)."""
@@ -1137,8 +1141,7 @@ class Neo4jGraphStore:
                     break
                 props = keyword_tokens([(r["text"] or "", r["context"] or "") for r in todo])
                 rows_ = [{"id": r["id"], "props": p} for r, p in zip(todo, props, strict=True)]
-                self._write(lambda tx, rows_=rows_: tx.run(
-                    "UNWIND $rows AS r MATCH (u:Unit {id: r.id}) SET u += r.props", rows=rows_).consume())
+                self._write(functools.partial(_set_unit_props, rows=rows_))
             fixed["keyword_stats"] = before
             self._stale(bank_id)
         return {k: v for k, v in fixed.items() if v}
@@ -1222,7 +1225,7 @@ class Neo4jGraphStore:
     def clear_all(self) -> None:
         """Delete every node this store wrote (tests and benchmarks reset a shared server with it)."""
         for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank", "Owner", "VectorMark"):
-            self._write(lambda tx, label=label: tx.run(f"MATCH (n:{label}) DETACH DELETE n").consume())
+            self._write(functools.partial(_delete_label, label=label))
         self._term_stats.invalidate()
 
 
@@ -1263,6 +1266,14 @@ _ENTITY_MERGE = (
     "e.last_seen = CASE WHEN e.last_seen IS NULL OR (r.last_seen IS NOT NULL AND r.last_seen > e.last_seen) "
     "THEN r.last_seen ELSE e.last_seen END"
 )
+
+
+def _set_unit_props(tx: Any, rows: list[dict[str, Any]]) -> None:
+    tx.run("UNWIND $rows AS r MATCH (u:Unit {id: r.id}) SET u += r.props", rows=rows).consume()
+
+
+def _delete_label(tx: Any, label: str) -> None:
+    tx.run(f"MATCH (n:{label}) DETACH DELETE n").consume()
 
 
 def _mark_key(bank_id: str, unit_id: str) -> str:

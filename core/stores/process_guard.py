@@ -132,7 +132,8 @@ class ProcessGuard:
             self._unlock()
             self._lock(fcntl.LOCK_EX, "recovering")
             self._sync(exclusive=True)
-            fcntl.flock(self._fd, fcntl.LOCK_SH)  # type: ignore[arg-type]
+            assert self._fd is not None  # set by _lock just above
+            fcntl.flock(self._fd, fcntl.LOCK_SH)
         except BaseException:
             self._unlock()
             raise

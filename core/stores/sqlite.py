@@ -151,6 +151,11 @@ def _dt(value: float | None) -> datetime | None:
     return datetime.fromtimestamp(value, UTC) if value is not None else None
 
 
+def _at(value: float) -> datetime:
+    """A timestamp column that is never null."""
+    return datetime.fromtimestamp(value, UTC)
+
+
 def fts_query(text: str) -> str | None:
     """Build a safe FTS5 OR-query from free text: words only, each quoted, stopwords dropped.
 
@@ -275,8 +280,8 @@ def _backfill(con: sqlite3.Connection) -> None:
         return
     con.execute("BEGIN IMMEDIATE")
     for (bank_id,) in con.execute("SELECT DISTINCT bank_id FROM units").fetchall():
-        rows = con.execute("SELECT kw_text, kw_context, kw_len FROM units WHERE bank_id = ?", (bank_id,))
-        _adjust_keyword_stats(con, bank_id, rows, +1)
+        counted = con.execute("SELECT kw_text, kw_context, kw_len FROM units WHERE bank_id = ?", (bank_id,))
+        _adjust_keyword_stats(con, bank_id, counted, +1)
     con.execute("COMMIT")
 
 
@@ -931,7 +936,7 @@ class SQLiteGraphStore:
     # retrieval -----------------------------------------------------------------------------------
     @staticmethod
     def _filters(networks: Sequence[Network] | None, time_range: TimeRange | None) -> tuple[str, list[Any]]:
-        sql, args = "", []
+        sql, args = "", list[Any]()
         if networks:
             sql += f" AND u.network IN ({','.join('?' * len(networks))})"
             args.extend(Network(n).value for n in networks)
@@ -1140,8 +1145,8 @@ class SQLiteGraphStore:
     def list_owners(self) -> list[Owner]:
         """Every registered owner."""
         rows = self._con().execute("SELECT * FROM owners ORDER BY started_at, id").fetchall()
-        return [Owner(id=r["id"], host=r["host"], pid=r["pid"], started_at=_dt(r["started_at"]),  # type: ignore[arg-type]
-                      heartbeat_at=_dt(r["heartbeat_at"])) for r in rows]  # type: ignore[arg-type]
+        return [Owner(id=r["id"], host=r["host"], pid=r["pid"], started_at=_at(r["started_at"]),
+                      heartbeat_at=_at(r["heartbeat_at"])) for r in rows]
 
     def release_owners(self, dead: Sequence[str], reaper: str, now: datetime) -> Released:
         """Take back what dead owners held (see ``Leases.release_owners``)."""
