@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +91,14 @@ def test_put_document_keeps_raw_value_only_and_delete_document_keeps_memories(tm
         bank.delete_document("d2")
         assert "d2" not in [d.id for d in bank.documents()]
         assert bank.recall("10k race in Porto").memories  # the memories outlive the transcript
+
+
+def test_scheduled_reflect_takes_every_time_form_the_api_accepts(tmp_path: Path) -> None:
+    """A date, epoch seconds or a string as reference time is stored in the job as ISO (a date object once
+    reached the job's JSON payload and failed there)."""
+    with Hindsight.open(tmp_path / "m", start_worker=False) as hs:
+        bank = hs.bank("b")
+        for when in (date(2024, 3, 1), T0.timestamp(), "2024-03-01T12:00:00Z", T0):
+            job = bank.schedule_reflect("How is Ana's running going?", reference_time=when)
+            assert job.payload["reference_time"].startswith("2024-03-01T")
+        assert bank.schedule_reflect("q").payload["reference_time"] is None
