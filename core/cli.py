@@ -1,4 +1,4 @@
-"""The ``hindsight`` command line: retain, recall, stats, demo and benchmarks over an on-disk memory.
+"""The ``hindsight`` command line: retain, recall, stats, check and demo over an on-disk memory.
 
 Usage::
 
@@ -7,7 +7,10 @@ Usage::
     hindsight stats [BANK]
     hindsight demo
     hindsight bench locomo --conversations 1 --questions 20 --out results/
-    hindsight bench longmemeval|scale|qa ...   (each writes JSON, markdown and PNG plots under --out)
+
+``bench`` hands the rest of its command line to the benchmarks, a separate distribution
+(``hindsight-memory-bench``, in ``benchmarks/`` of the repository) found through the ``hindsight.cli`` entry
+point group; without it ``hindsight bench`` says how to install it.
 
 ``--json`` prints one JSON document on stdout and nothing else (progress and logs go to stderr).
 Errors print a one-line ``error: ...`` on stderr and exit with status 2.
@@ -24,21 +27,25 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterator, Sequence
-from datetime import datetime
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .display import format_recall, format_stats, format_table, format_trace, plural, total
+
 if TYPE_CHECKING:
     from .hindsight import Hindsight
-    from .models import Memory, Recall
 
 EXIT_ERROR = 2
 DEFAULT_BUDGET = 2000
 # Kept literal so that building the parser imports no pydantic model.
 NETWORKS = ("world", "experience", "opinion", "observation")
-CHANNEL_ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "temporal": "time"}
-LOCOMO_FILE = Path("shared") / "data" / "locomo10.json"
+COMMAND_ENTRY_POINTS = "hindsight.cli"
+"""Entry-point group through which another distribution adds a command: ``name = "module:main"``, where
+``main(argv, prog=...)`` returns an exit status (the benchmarks add ``bench``)."""
+BENCH_MISSING = ("the benchmarks are not installed: they are the separate distribution hindsight-memory-bench "
+                 "(from a checkout of the repository: pip install -e ./benchmarks), which adds 'hindsight bench' "
+                 "and its own command 'hindsight-bench'")
 
 
 class CLIError(Exception):
@@ -58,8 +65,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "verbose", False):
         logging.basicConfig(level=logging.INFO, stream=sys.stderr,
                             format="%(levelname)s %(name)s: %(message)s")
+    if hasattr(args, "delegate"):  # another program's command line (bench): it prints and exits on its own
+        return int(args.delegate(args))
     if not hasattr(args, "func"):
-        getattr(args, "help_parser", parser).print_help(sys.stderr)
+        parser.print_help(sys.stderr)
         return EXIT_ERROR
 
     from .errors import HindsightError
@@ -158,101 +167,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the reflect part (it starts the local LLM)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("bench", help="benchmarks")
-    p.set_defaults(help_parser=p)  # "hindsight bench" alone shows the benchmarks, not the top-level help
-    bench = p.add_subparsers(title="benchmarks", metavar="BENCHMARK")
-    _add_bench_parsers(bench, common)
+    # Everything after "bench", options included, belongs to the benchmarks' own parser: a prefix character that
+    # cannot occur in a command line keeps this parser from taking "--help" or "--out" for one of its own.
+    p = sub.add_parser("bench", add_help=False, prefix_chars="\0",
+                       help="benchmarks (hindsight-memory-bench; see 'hindsight bench --help')")
+    p.add_argument("bench_args", nargs=argparse.REMAINDER)
+    p.set_defaults(delegate=run_bench)
     return parser
-
-
-def _add_bench_parsers(bench: Any, common: argparse.ArgumentParser) -> None:
-    """The ``bench`` subcommands; each writes JSON, markdown and PNG plots under ``--out``."""
-    def out_options(p: argparse.ArgumentParser, name: str) -> None:
-        p.add_argument("--out", default="results",
-                       help=f"results folder for {name}.json, {name}.md and the plots (default ./results)")
-        p.add_argument("--workdir", help="keep the benchmark's memory here (default: a temporary directory)")
-        p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-
-    def backend_option(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--backend", default="embedded",
-                       help="storage backend: embedded (default), a registered one, or both (all, side by side)")
-
-    p = bench.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets",
-                         description="Retains each LoCoMo conversation raw (one unit per message) and scores "
-                                     "recall's evidence coverage for the full pipeline and with each channel "
-                                     "removed in turn.")
-    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
-    p.add_argument("--conversations", type=_positive_int, help="only the first N conversations")
-    p.add_argument("--questions", type=_positive_int, help="only the first N questions of each conversation")
-    p.add_argument("--configs", type=_name_list,
-                   help="comma-separated configurations (default: full, no-semantic, no-keyword, no-graph, "
-                        "no-temporal, semantic-only, keyword-only)")
-    p.add_argument("--latency-every", type=_positive_int, default=10,
-                   help="time every Nth question in the ablations (the full pipeline: every one; default 10)")
-    backend_option(p)
-    out_options(p, "locomo")
-    p.set_defaults(func=cmd_bench_locomo)
-
-    p = bench.add_parser("longmemeval", parents=[common], help="LongMemEval session-level retrieval metrics",
-                         description="One bank per question; user turns retained raw (id <session_id>:<turn>, "
-                                     "timestamp = session date), recalled with the question date as reference "
-                                     "time; recall_any/recall_all/ndcg_any@k per question type, as the official "
-                                     "eval code computes them, and evidence recall within token budgets.")
-    p.add_argument("--data", help="LongMemEval JSON (e.g. longmemeval_s.json; default: $HINDSIGHT_LONGMEMEVAL, "
-                                  "else the bundled 7-question sample)")
-    p.add_argument("--questions", type=_positive_int, help="only the first N questions")
-    backend_option(p)
-    out_options(p, "longmemeval")
-    p.set_defaults(func=cmd_bench_longmemeval)
-
-    p = bench.add_parser("scale", parents=[common], help="retain throughput and recall latency on large banks",
-                         description="Synthetic banks of the given sizes: retain throughput (raw), recall "
-                                     "latency per channel and in total against a bare Chroma query with the "
-                                     "same embedder, resident memory, disk per unit and time to reopen.")
-    p.add_argument("--units", type=_int_list, nargs="+", default=[[1000, 10_000, 100_000]],
-                   help="bank sizes, comma- or space-separated (default 1000,10000,100000)")
-    p.add_argument("--queries", type=_positive_int, default=200, help="queries timed per bank (default 200)")
-    p.add_argument("--budget", type=_positive_int, default=1000, help="recall budget in tokens (default 1000)")
-    backend_option(p)
-    out_options(p, "scale")
-    p.set_defaults(func=cmd_bench_scale)
-
-    p = bench.add_parser("qa", parents=[common], help="answer questions with reflect, scored by an LLM judge",
-                         description="Answers LoCoMo or LongMemEval questions with reflect and has a separate "
-                                     "judge model label each answer correct or wrong (the published judge "
-                                     "prompts). Both models are OpenAI-compatible endpoints; without a URL the "
-                                     "bundled local model is used.")
-    p.add_argument("--dataset", choices=("locomo", "longmemeval"), default="locomo", help="default locomo")
-    p.add_argument("--data", help="the data file (default: LoCoMo's locomo10.json, or LongMemEval's sample)")
-    p.add_argument("--conversations", type=_positive_int, default=1, help="LoCoMo: first N conversations (1)")
-    p.add_argument("--questions", type=_positive_int, default=20,
-                   help="questions in all (default 20; spread over the conversations)")
-    p.add_argument("--budget", type=_positive_int, default=2000, help="reflect's recall budget (default 2000)")
-    p.add_argument("--extract", action="store_true", help="retain with the LLM extractor (default: raw)")
-    for role in ("answer", "judge"):
-        p.add_argument(f"--{role}-url", help=f"OpenAI-compatible base URL of the {role} model "
-                                             "(default: the local model)")
-        p.add_argument(f"--{role}-model", help=f"{role} model name (default: qwen2.5-1.5b, local)")
-        p.add_argument(f"--{role}-key", help=f"API key of the {role} endpoint (default: $OPENAI_API_KEY or none)")
-    backend_option(p)
-    out_options(p, "qa")
-    p.set_defaults(func=cmd_bench_qa)
-
-    p = bench.add_parser("llm-retain", parents=[common], help="LLM extraction of one LoCoMo session, timed")
-    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
-    p.add_argument("--conversation", type=int, default=0, help="conversation index (default 0)")
-    p.add_argument("--session", type=_positive_int, default=1, help="session number (default 1)")
-    p.set_defaults(func=cmd_bench_llm_retain)
-
-    p = bench.add_parser("entities", parents=[common], help="entity resolution: pairwise precision/recall of merges",
-                         description="Replays the labelled entity-resolution scenarios (confusable names, "
-                                     "nicknames, variants, partial names, places, banks, LoCoMo's speakers) "
-                                     "through the resolver and a SQLite store and prints pairwise precision and "
-                                     "recall of merges per split and category, then every wrong decision.")
-    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
-                   help="scenarios to score: the fixed dev or test half, or all (default all; test is the headline)")
-    p.add_argument("--data", help="a scenario file in the same JSONL format (default: the bundled set)")
-    p.set_defaults(func=cmd_bench_entities)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -296,16 +217,16 @@ def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
             }
             documents.append(doc)
             if not args.json:
-                line = (f"{res.document_id}: {_plural(len(res.memories), 'memory', 'memories')}, "
-                        f"{_plural(len(res.entities), 'entity', 'entities')}, {_plural(res.links, 'link')}")
+                line = (f"{res.document_id}: {plural(len(res.memories), 'memory', 'memories')}, "
+                        f"{plural(len(res.entities), 'entity', 'entities')}, {plural(res.links, 'link')}")
                 (tqdm.write if many else print)(line)
                 for warning in res.warnings:
                     print(f"  warning: {warning}", file=sys.stderr)
     totals = {k: sum(d[k] for d in documents) for k in ("memories", "links")}
     if not args.json:
         if many:
-            print(f"total: {len(documents)} documents, {_plural(totals['memories'], 'memory', 'memories')}, "
-                  f"{_plural(totals['links'], 'link')} in bank {args.bank!r}")
+            print(f"total: {len(documents)} documents, {plural(totals['memories'], 'memory', 'memories')}, "
+                  f"{plural(totals['links'], 'link')} in bank {args.bank!r}")
         return None
     return {"bank": args.bank, "documents": documents, "totals": {"documents": len(documents), **totals}}
 
@@ -371,7 +292,7 @@ def cmd_stats(args: argparse.Namespace) -> dict[str, Any] | None:
                 stats = hs.bank(profile.id, create=False).stats()
                 banks.append({"id": profile.id, "name": profile.name, "units": stats.get("units", 0),
                               "entities": stats.get("entities", 0),
-                              "documents": _total(stats.get("documents", 0))})
+                              "documents": total(stats.get("documents", 0))})
     if args.json:
         return {"path": str(path), "banks": banks}
     if not banks:
@@ -433,243 +354,31 @@ def cmd_demo(args: argparse.Namespace) -> dict[str, Any] | None:
     return summary if args.json else None
 
 
-def _backends(args: argparse.Namespace) -> dict[str, Any]:
-    from .bench.backends import resolve_backends
-
+def run_bench(args: argparse.Namespace) -> int:
+    """``bench ...``: the benchmarks' command line with the rest of this one (global ``--json``/``-v`` passed
+    on); an error naming the distribution to install when the benchmarks are not there."""
     try:
-        return resolve_backends(args.backend)
-    except KeyError as exc:
-        raise CLIError(str(exc.args[0])) from None
+        bench_main = plugin_command("bench")
+    except CLIError as exc:
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    forwarded = [*(["--json"] if args.json else []), *(["--verbose"] if args.verbose else []), *args.bench_args]
+    return int(bench_main(forwarded, prog="hindsight bench"))
 
 
-def _bench_log(args: argparse.Namespace) -> Callable[..., None]:
-    return _stderr_print if args.json else print
+def plugin_command(name: str) -> Callable[..., int]:
+    """The ``main`` that another installed distribution registers as command ``name`` (entry point group
+    ``hindsight.cli``); raises ``CLIError`` when none does. Looked up only when the command runs."""
+    from importlib.metadata import entry_points
 
-
-def _report_written(args: argparse.Namespace, paths: Sequence[Path]) -> None:
-    if not args.json:
-        print("\nwrote " + ", ".join(str(p) for p in paths))
-
-
-def cmd_bench_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench locomo``: evidence recall on LoCoMo with channel ablations; writes JSON, markdown and plots."""
-    from .bench.locomo import CONFIGS, run_locomo, run_locomo_backends, write_locomo
-
-    data = Path(args.data) if args.data else find_locomo()
-    if not data.is_file():
-        raise CLIError(f"LoCoMo data not found: {data}")
-    configs = CONFIGS
-    if args.configs:
-        unknown = [c for c in args.configs if c not in CONFIGS]
-        if unknown:
-            raise CLIError(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
-        configs = {c: CONFIGS[c] for c in args.configs}
-    backends = _backends(args)
-    kwargs: dict[str, Any] = {
-        "limit_conversations": args.conversations, "limit_questions": args.questions, "configs": configs,
-        "latency_every": args.latency_every, "progress": args.progress, "log": _bench_log(args),
-    }
-    if len(backends) == 1:
-        (name, factory), = backends.items()
-        result = run_locomo(data, open_hindsight=factory, backend=name, workdir=args.workdir, **kwargs)
-    else:
-        result = run_locomo_backends(data, backends, workdir=args.workdir, **kwargs)
-    _report_written(args, write_locomo(args.out, result))
-    return result if args.json else None
-
-
-def cmd_bench_longmemeval(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench longmemeval``: LongMemEval's official session-level retrieval metrics per question type."""
-    from .bench.longmemeval import TINY_DATA, run_longmemeval, write_longmemeval
-
-    data = Path(args.data or os.environ.get("HINDSIGHT_LONGMEMEVAL") or TINY_DATA)
-    if not data.is_file():
-        raise CLIError(f"LongMemEval data not found: {data}")
-    if data == TINY_DATA:
-        _stderr_print(f"note: using the bundled {TINY_DATA.name} (a 7-question format sample, not the benchmark); "
-                      "pass --data longmemeval_s.json for real figures")
-    results = {}
-    for name, factory in _backends(args).items():
-        workdir = Path(args.workdir) / name if args.workdir else None
-        results[name] = run_longmemeval(data, open_hindsight=factory, backend=name, workdir=workdir,
-                                        limit_questions=args.questions, progress=args.progress,
-                                        log=_bench_log(args))
-    result = results if len(results) > 1 else next(iter(results.values()))
-    _report_written(args, write_longmemeval(args.out, result))
-    return result if args.json else None
-
-
-def cmd_bench_scale(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench scale``: throughput, latency per channel vs bare Chroma, memory, disk and reopen time."""
-    from .bench.scale import run_scale, write_scale
-
-    sizes = tuple(dict.fromkeys(n for group in args.units for n in group))
-    results = {}
-    for name, factory in _backends(args).items():
-        workdir = Path(args.workdir) / name if args.workdir else None
-        results[name] = run_scale(sizes, queries=args.queries, budget=args.budget, open_hindsight=factory,
-                                  backend=name, workdir=workdir, progress=args.progress, log=_bench_log(args))
-    result = results if len(results) > 1 else next(iter(results.values()))
-    _report_written(args, write_scale(args.out, result))
-    return result if args.json else None
-
-
-def cmd_bench_qa(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench qa``: answers by reflect, judged correct/wrong by a second model; accuracy per category."""
-    from .bench.longmemeval import TINY_DATA
-    from .bench.qa import endpoint_llm, run_qa, write_qa
-
-    if args.data:
-        data = Path(args.data)
-    elif args.dataset == "locomo":
-        data = find_locomo()
-    else:
-        data = Path(os.environ.get("HINDSIGHT_LONGMEMEVAL") or TINY_DATA)
-    if not data.is_file():
-        raise CLIError(f"{args.dataset} data not found: {data}")
-    answer = endpoint_llm(args.answer_url, args.answer_model, args.answer_key)
-    judge = endpoint_llm(args.judge_url, args.judge_model, args.judge_key)
-    results = {}
-    for name, factory in _backends(args).items():
-        workdir = Path(args.workdir) / name if args.workdir else None
-        results[name] = run_qa(args.dataset, data, answer_llm=answer, judge_llm=judge, open_hindsight=factory,
-                               backend=name, workdir=workdir, limit_conversations=args.conversations,
-                               limit_questions=args.questions, budget=args.budget, extract=args.extract,
-                               progress=args.progress, log=_bench_log(args))
-    result = results if len(results) > 1 else next(iter(results.values()))
-    _report_written(args, write_qa(args.out, result))
-    return result if args.json else None
-
-
-def cmd_bench_llm_retain(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench llm-retain``: one LoCoMo session through the LLM extractor, with the time it took."""
-    from .bench.llm_retain import run_llm_retain
-
-    data = Path(args.data) if args.data else find_locomo()
-    if not data.is_file():
-        raise CLIError(f"LoCoMo data not found: {data}")
-    result = run_llm_retain(data, conversation=args.conversation, session=args.session,
-                            log=_stderr_print if args.json else print)
-    return result if args.json else None
-
-
-def cmd_bench_entities(args: argparse.Namespace) -> dict[str, Any] | None:
-    """``bench entities``: pairwise precision and recall of entity merges on the labelled scenario set."""
-    from .bench.entities import DATA, format_entity_bench, run_entity_bench
-
-    data = Path(args.data) if args.data else DATA
-    if not data.is_file():
-        raise CLIError(f"entity-resolution scenarios not found: {data}")
-    result = run_entity_bench(args.split, data)
-    if args.json:
-        return result
-    print(format_entity_bench(result))
-    return None
-
-
-def find_locomo() -> Path:
-    """``$HINDSIGHT_LOCOMO``, else the first existing ``[../]shared/data/locomo10.json`` relative to the
-    working directory or to the repository root; raises ``CLIError`` listing where it looked."""
-    env = os.environ.get("HINDSIGHT_LOCOMO")
-    if env:
-        return Path(env)
-    repo_root = Path(__file__).resolve().parent.parent  # core/ -> repository root (editable install)
-    candidates = [base / rel for base in (Path.cwd(), repo_root)
-                  for rel in (Path("..") / LOCOMO_FILE, LOCOMO_FILE)]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise CLIError("LoCoMo data not found; pass --data or set HINDSIGHT_LOCOMO (looked in "
-                   + ", ".join(str(c) for c in candidates) + ")")
-
-
-# --------------------------------------------------------------------------------------------------
-# formatting (shared with the demo)
-# --------------------------------------------------------------------------------------------------
-def format_recall(rec: Recall, budget: int) -> str:
-    """Ranked memories, each with score, network, date, sources and document, then tokens used."""
-    if not rec.memories:
-        return f"no memories found for {rec.query!r}"
-    lines = []
-    for rank, m in enumerate(rec.memories, start=1):
-        lines.append(f"{rank:>2}. {m.text}")
-        details = [f"score {m.score:.4f}" if m.score is not None else "score -", m.network.value, when(m)]
-        if m.sources:
-            details.append("sources " + ", ".join(m.sources))
-        if m.document_id:
-            details.append(f"doc {m.document_id}")
-        lines.append("    " + " · ".join(details))
-    lines.append(f"{_plural(len(rec.memories), 'memory', 'memories')}, {rec.tokens}/{budget} tokens")
-    return "\n".join(lines)
-
-
-def format_trace(rec: Recall, *, scores: bool = True, text_width: int = 60) -> str:
-    """The trace as a table: per returned memory, its fused rank and score and its rank (and raw score)
-    in every channel; then the parsed time constraint, channel sizes and stage timings."""
-    trace = rec.trace
-    if trace is None:
-        return "no trace (recall ran without trace=True)"
-    channels = [c for c in ("semantic", "keyword", "graph", "temporal") if c in trace.channel_sizes]
-    items = {item.memory_id: item for item in trace.items}
-    header = ["#", "fused", *(c if scores else CHANNEL_ABBREV[c] for c in channels), "tokens", "memory"]
-    rows = []
-    for rank, m in enumerate(rec.memories, start=1):
-        item = items.get(m.id)
-        cells: list[Any] = [rank, f"{item.fused_score:.4f}" if item else "-"]
-        for c in channels:
-            hit = item.channels.get(c) if item else None
-            cells.append("-" if hit is None else f"{hit.rank} ({_num(hit.score)})" if scores else hit.rank)
-        cells += [item.tokens if item else "-", _clip(m.text, text_width)]
-        rows.append(cells)
-    lines = [format_table(header, rows, align="rr" + "r" * len(channels) + "rl")]
-    info = [f"reference time {trace.reference_time:%Y-%m-%d %H:%M}"]
-    if trace.time_range is not None:
-        info.append(f"time constraint {_date(trace.time_range.start)} .. {_date(trace.time_range.end)}")
-    info.append("candidates " + ", ".join(f"{c} {n}" for c, n in trace.channel_sizes.items()))
-    lines.append(" · ".join(info))
-    lines.append("stages (ms): " + format_timings(trace.timings_ms))
-    return "\n".join(lines)
-
-
-def format_timings(timings: dict[str, float]) -> str:
-    """``embed 12.0 · semantic 1.3 · ... · total 30.1`` (the ``_ms`` suffixes dropped)."""
-    return " · ".join(f"{k.removesuffix('_ms')} {v:.1f}" for k, v in timings.items())
-
-
-def format_stats(bank_id: str, stats: dict[str, Any]) -> str:
-    """One bank's counts; nested counts (per network, per link type) shown with their total."""
-    lines = [f"bank {bank_id}"]
-    for key, value in stats.items():
-        if isinstance(value, dict):
-            detail = ", ".join(f"{k} {v}" for k, v in value.items())
-            lines.append(f"  {key:<10} {_total(value):>7}" + (f"  ({detail})" if detail else ""))
-        else:
-            lines.append(f"  {key:<10} {value:>7}")
-    return "\n".join(lines)
-
-
-def format_table(header: Sequence[str], rows: Sequence[Sequence[Any]], align: str = "") -> str:
-    """A plain-text table with padded columns; ``align`` holds ``l``/``r`` per column (default left)."""
-    cells = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
-
-    def line(row: list[str]) -> str:
-        pairs = enumerate(zip(row, widths, strict=True))
-        parts = [c.rjust(w) if align[i:i + 1] == "r" else c.ljust(w) for i, (c, w) in pairs]
-        return "  ".join(parts).rstrip()
-
-    return "\n".join(line(row) for row in cells)
-
-
-def when(m: Memory) -> str:
-    """When a memory happened: one date, or ``start..end`` for a span of several days."""
-    start = m.occurred_start or m.mentioned_at
-    end = m.occurred_end or start
-    if start is None:
-        return "undated"
-    if end is None or end.date() == start.date():
-        return _date(start)
-    return f"{_date(start)}..{_date(end)}"
+    found = list(entry_points(group=COMMAND_ENTRY_POINTS, name=name))
+    if not found:
+        raise CLIError(BENCH_MISSING if name == "bench" else f"no installed distribution provides {name!r}")
+    try:
+        command: Callable[..., int] = found[0].load()
+    except ImportError as exc:
+        raise CLIError(f"the {name!r} command ({found[0].value}) cannot be imported: {exc}") from exc
+    return command
 
 
 # --------------------------------------------------------------------------------------------------
@@ -723,16 +432,6 @@ def _reflect_available() -> bool:
     return hasattr(Bank, "reflect")
 
 
-def _int_list(text: str) -> list[int]:
-    """``"1000,10000"`` -> ``[1000, 10000]`` (each positive)."""
-    return [_positive_int(part) for part in text.split(",") if part.strip()]
-
-
-def _name_list(text: str) -> list[str]:
-    """``"full,no-graph"`` -> ``["full", "no-graph"]``."""
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -751,27 +450,6 @@ def _stderr_print(*values: Any, **kwargs: Any) -> None:
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text or type(exc).__name__
-
-
-def _plural(n: int, one: str, many: str | None = None) -> str:
-    return f"{n} {one if n == 1 else many or one + 's'}"
-
-
-def _total(value: Any) -> int:
-    return sum(value.values()) if isinstance(value, dict) else int(value or 0)
-
-
-def _num(x: float) -> str:
-    return f"{x:.3f}" if 1e-3 <= abs(x) < 1e4 else f"{x:.1e}" if x else "0"
-
-
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _date(value: datetime | None) -> str:
-    return f"{value:%Y-%m-%d}" if value is not None else "open"
 
 
 if __name__ == "__main__":  # pragma: no cover

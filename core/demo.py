@@ -18,6 +18,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
+from .display import CHANNEL_ABBREV, clip, format_table, format_timings, when
+
 BANK_ID = "demo"
 BUDGET = 300  # small on purpose: shows greedy packing stop at the budget
 MAX_MEMORIES = 5
@@ -57,7 +59,6 @@ def run_demo(
     called like ``print`` for every line shown. Returns a summary: counts, and per query the returned
     memories (id, sources, document, score), tokens used and stage timings.
     """
-    from .cli import format_table, format_timings, when
     from .formats import locomo_sessions
     from .hindsight import Hindsight
 
@@ -110,15 +111,15 @@ def run_demo(
                                   f"{trace.time_range.end:%Y-%m-%d}")
                 out(f"    ({why}; {ref}{constraint})")
                 items = {item.memory_id: item for item in trace.items}
-                channels = [c for c in _ABBREV if c in trace.channel_sizes]
+                channels = [c for c in CHANNEL_ABBREV if c in trace.channel_sizes]
                 table = []
                 for rank, m in enumerate(rec.memories, start=1):
                     item = items.get(m.id)
                     hits = [item.channels.get(c) if item else None for c in channels]
                     table.append([rank, f"{m.score:.4f}" if m.score is not None else "-",
                                   *("-" if h is None else h.rank for h in hits), when(m),
-                                  ",".join(m.sources) or "-", _clip(m.text, 72)])
-                header = ["#", "score", *(_ABBREV[c] for c in channels), "when", "source", "memory"]
+                                  ",".join(m.sources) or "-", clip(m.text, 72)])
+                header = ["#", "score", *(CHANNEL_ABBREV[c] for c in channels), "when", "source", "memory"]
                 out(_indent(format_table(header, table, align="rr" + "r" * len(channels) + "lll")))
                 out(f"    tokens {rec.tokens}/{BUDGET} · columns sem..time: rank in each channel, "
                     "'-' = not found by it")
@@ -174,14 +175,6 @@ def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
                         "opinions": [{"id": o.id, "text": o.text, "confidence": o.confidence} for o in r.opinions],
                         "system_message": r.system_message})
     return results
-
-
-_ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "temporal": "time"}
-
-
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _indent(block: str, prefix: str = "    ") -> str:

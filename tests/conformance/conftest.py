@@ -3,7 +3,7 @@
 Backends: ``embedded`` (SQLite graph store + on-disk Chroma) and ``server`` (Neo4j graph store over Bolt +
 Chroma server). The servers come from the environment that ``scripts/test.sh`` exports (``NEO4J_URI``,
 ``NEO4J_USER``, ``NEO4J_PASSWORD``, ``ARCADEDB_HTTP_URL``, ``CHROMA_HOST``, ``CHROMA_PORT``); when those are
-absent this suite starts its own through ``hindsight_core.servers``. It never skips: a server that cannot be
+absent this suite starts its own through ``tests/support/servers.py``. It never skips: a server that cannot be
 reached fails the tests with the address that was tried.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from conformance_support import Backend, ServerEnv, server_store
+from support.servers import bolt_server, chroma_server, ensure_arcadedb_database
 
 from hindsight_core.embedding import SentenceTransformerEmbedder
-from hindsight_core.servers import bolt_server, chroma_server, ensure_arcadedb_database
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.sqlite import SQLiteGraphStore
 

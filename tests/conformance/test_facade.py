@@ -204,7 +204,7 @@ def test_open_errors_name_what_was_tried(servers: ServerEnv, embedder: Any) -> N
 def test_open_from_environment(servers: ServerEnv, embedder: Any, monkeypatch: pytest.MonkeyPatch,
                                bank_id: str) -> None:
     """``graph="env"`` / ``vectors="env"`` and ``open_server_hindsight`` read the documented variables."""
-    from hindsight_core.servers import open_server_hindsight
+    from support.servers import open_server_hindsight
 
     for k, v in servers.env().items():
         monkeypatch.setenv(k, v)

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 from conformance_support import ServerEnv, server_store
+from support import servers
+from support.servers import bolt_server, chroma_server
 
 from hindsight_core.errors import StoreError
-from hindsight_core.servers import bolt_server, chroma_server
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.cypher_dialect import ArcadeDBDialect
 from hindsight_core.stores.neo4j import SCHEMA_VERSION, Neo4jGraphStore
@@ -45,7 +46,7 @@ def test_context_managers_start_answer_and_stop(tmp_path: Path) -> None:
 
 
 def test_cli_start_exports_and_stop(tmp_path: Path) -> None:
-    run = [sys.executable, "-m", "hindsight_core.servers"]
+    run = [sys.executable, servers.__file__]  # run by path, as scripts/test.sh does
     out = subprocess.run([*run, "start", "--dir", str(tmp_path)], capture_output=True, text=True, timeout=300,
                          check=True).stdout
     env = dict(line.removeprefix("export ").split("=", 1) for line in out.splitlines())

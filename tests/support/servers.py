@@ -1,17 +1,19 @@
-"""Start and stop the servers of server mode on loopback: ArcadeDB's Bolt endpoint and a Chroma server.
+"""Test support: start and stop the servers of server mode on loopback, ArcadeDB's Bolt endpoint and Chroma.
 
-Used by the test command, the conformance suite, benchmarks and users trying server mode::
+Used by the test command, the conformance suite and (from a checkout) the benchmarks' server backend::
 
     with bolt_server() as bolt, chroma_server() as chroma:
         hs = open_server_hindsight(bolt.uri, chroma.url, user=bolt.user, password=bolt.password)
 
-From a shell (``scripts/test.sh`` does this)::
+From a shell, in the repository root (``scripts/test.sh`` does this)::
 
-    eval "$(python -m hindsight_core.servers start --dir /tmp/hs-servers)"   # exports NEO4J_URI, CHROMA_HOST, ...
-    python -m hindsight_core.servers stop --dir /tmp/hs-servers
+    eval "$(python tests/support/servers.py start --dir /tmp/hs-servers)"   # exports NEO4J_URI, CHROMA_HOST, ...
+    python tests/support/servers.py stop --dir /tmp/hs-servers
 
-Each server runs in its own process (ArcadeDB inside a JVM started by ``arcadedb-embedded``), bound to
-127.0.0.1 on a free port; stopping terminates the process group, so nothing is left behind.
+Each server runs in its own process (ArcadeDB inside a JVM started by ``arcadedb-embedded``, from the ``dev``
+extra), bound to 127.0.0.1 on a free port; stopping terminates the process group, so nothing is left behind.
+This file is not part of any distribution: it lives with the tests and imports only the standard library and
+``hindsight_core``, so it also runs by path.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import StoreError
+from hindsight_core.errors import StoreError
 
 DEFAULT_DATABASE = "hindsight"
 DEFAULT_PASSWORD = "hindsight-test"  # loopback-only test servers; real deployments pass their own
@@ -136,7 +138,8 @@ def start_bolt_server(
     port = port or free_port()
     http_port = http_port or free_port()
     log = root / "arcadedb.log"
-    cmd = [sys.executable, "-m", "hindsight_core.servers", "_arcadedb", "--root", str(root), "--port", str(port),
+    # The child runs this file by path: it works however this module was imported (pytest, a script, by path).
+    cmd = [sys.executable, str(Path(__file__).resolve()), "_arcadedb", "--root", str(root), "--port", str(port),
            "--http-port", str(http_port), "--password", password, "--database", database]
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -219,15 +222,15 @@ def open_server_hindsight(
     arcadedb_http: str | None = None,
     **kwargs: Any,
 ) -> Any:
-    """A ``Hindsight`` on the server backend (Bolt graph store + Chroma server), e.g. for benchmarks.
+    """A ``Hindsight`` on the server backend (Bolt graph store + Chroma server).
 
     Missing values come from the environment: ``NEO4J_URI``/``NEO4J_USER``/``NEO4J_PASSWORD``/
     ``NEO4J_DATABASE``, ``ARCADEDB_HTTP_URL`` and ``CHROMA_HOST``/``CHROMA_PORT``. Other keyword arguments go
     to ``Hindsight`` (``embedder``, ``llm``, ``settings``, ...).
     """
-    from .hindsight import Hindsight
-    from .stores.chroma import ChromaVectorIndex
-    from .stores.neo4j import Neo4jGraphStore
+    from hindsight_core.hindsight import Hindsight
+    from hindsight_core.stores.chroma import ChromaVectorIndex
+    from hindsight_core.stores.neo4j import Neo4jGraphStore
 
     store = Neo4jGraphStore(graph_uri, user, password, database=database, arcadedb_http=arcadedb_http)
     try:
@@ -241,26 +244,6 @@ def open_server_hindsight(
     except BaseException:
         store.close()
         raise
-
-
-@contextlib.contextmanager
-def open_server_backend(root: str | Path, **kwargs: Any) -> Iterator[Any]:
-    """Benchmark factory for the server backend (``core.bench.backends.OpenHindsight`` shape).
-
-    Connects to the servers named in the environment (``NEO4J_URI`` ... ``CHROMA_PORT``) when ``NEO4J_URI``
-    and ``CHROMA_PORT`` are set; otherwise starts an ArcadeDB Bolt server and a Chroma server with their data
-    under ``root`` and stops them when the block ends. Keyword arguments go to ``Hindsight``.
-    """
-    if os.environ.get("NEO4J_URI") and os.environ.get("CHROMA_PORT"):
-        with open_server_hindsight(**kwargs) as hs:
-            yield hs
-        return
-    root = Path(root)
-    with bolt_server(root / "arcadedb") as bolt, chroma_server(root / "chroma") as chroma:
-        store_kwargs = {"user": bolt.user, "password": bolt.password, "database": bolt.database}
-        with open_server_hindsight(bolt.uri, chroma.url, arcadedb_http=bolt.http_url, **store_kwargs,
-                                   **kwargs) as hs:
-            yield hs
 
 
 def ensure_arcadedb_database(http_url: str, name: str, *, user: str = "root", password: str = DEFAULT_PASSWORD) -> None:
@@ -322,7 +305,7 @@ def _run_arcadedb(args: argparse.Namespace) -> None:
 
 
 def _main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m hindsight_core.servers", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python tests/support/servers.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     start = sub.add_parser("start", help="start ArcadeDB Bolt + Chroma in the background; print export lines")
     start.add_argument("--dir", required=True, help="folder for data, logs and the pid file")

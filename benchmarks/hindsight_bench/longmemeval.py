@@ -10,7 +10,7 @@ one bank per question; only user turns are indexed, retained with ``extract=Fals
 timestamp = the session date); the question is recalled with the question date as reference time.
 Abstention questions (``question_id`` ending in ``_abs``) are skipped. The ranked memories become a ranked
 list of turns; ``recall_any@k``, ``recall_all@k`` and ``ndcg_any@k`` are computed at turn level and, the
-headline, at session level by ``evaluate_turn2session`` (see ``bench.metrics``).
+headline, at session level by ``evaluate_turn2session`` (see ``hindsight_bench.metrics``).
 
 Official labelling, reproduced exactly: a turn is correct when it is a user turn marked ``has_answer`` in
 an answer session; the other turns of an answer session count as a different ("noans") session. So a
@@ -32,12 +32,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..recall.packing import pack
+from hindsight_core.recall.packing import pack
+
 from .backends import OpenHindsight, cache_query_embeddings, open_embedded, real_embeddings
 from .metrics import coverage, evaluate_retrieval, evaluate_turn2session, latency_stats, mean_percent
 from .report import line_plot, md_table, run_info, write_json, write_text
 
-TINY_DATA = Path(__file__).resolve().parent.parent / "data" / "longmemeval_tiny.json"
+TINY_DATA = Path(__file__).resolve().parent / "data" / "longmemeval_tiny.json"
 """A hand-written 7-question sample in the official format (tests and smoke runs only)."""
 KS = (1, 3, 5, 10, 30, 50)
 TOKEN_BUDGETS = (1000, 2000)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..formats import locomo_sessions
+from hindsight_core.formats import locomo_sessions
 
 
 def run_llm_retain(
@@ -21,7 +21,7 @@ def run_llm_retain(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Retain one session with ``extract=True`` and check every fact's sources against its dia_ids."""
-    from ..hindsight import Hindsight
+    from hindsight_core.hindsight import Hindsight
 
     sample = json.loads(Path(data_path).read_text())[conversation]
     sessions = locomo_sessions(sample)

@@ -26,8 +26,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
-from ..llm.base import LLM_SCHEMA_CONFIG, ChatMessage, T
-from ..llm.openai_compat import OpenAICompatibleLLM
+from hindsight_core.llm.base import LLM_SCHEMA_CONFIG, ChatMessage, T
+from hindsight_core.llm.openai_compat import OpenAICompatibleLLM
+
 from .backends import OpenHindsight, open_embedded
 from .longmemeval import is_abstention, parse_lme_date, question_time, turn_id
 from .metrics import latency_stats, mean_percent
@@ -179,7 +180,7 @@ class LocalMeteredLLM:
     """The bundled local model (``LocalLLM``'s shared llama.cpp server) with token accounting."""
 
     def __init__(self, model: str = DEFAULT_LOCAL_MODEL, *, timeout: float = 600.0, max_tokens: int = 1024) -> None:
-        from ..llm.local import LocalLLM
+        from hindsight_core.llm.local import LocalLLM
 
         self.local = LocalLLM(model, timeout=timeout, max_tokens=max_tokens)
         self.meter = UsageMeter()
@@ -222,7 +223,7 @@ def endpoint_llm(url: str | None, model: str | None, api_key: str | None = None)
     else the local model named ``model`` (default qwen2.5-1.5b). Both count tokens in ``.meter``."""
     if url:
         if not model:
-            from ..errors import LLMError
+            from hindsight_core.errors import LLMError
 
             raise LLMError(f"an endpoint URL ({url}) needs a model name")
         key = api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
@@ -300,7 +301,7 @@ def run_qa(
     """
     from tqdm import tqdm
 
-    from ..formats import locomo_sessions
+    from hindsight_core.formats import locomo_sessions
 
     if dataset not in ("locomo", "longmemeval"):
         raise ValueError(f"unknown dataset {dataset!r}")

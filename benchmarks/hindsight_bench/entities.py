@@ -1,6 +1,6 @@
 """Entity-resolution benchmark: pairwise precision and recall of merges on a labelled set of scenarios.
 
-The set (``entity_pairs.jsonl`` beside this module, one scenario per line) covers confusable different
+The set (``data/entity_pairs.jsonl`` in this package, one scenario per line) covers confusable different
 names (Emma/Emmanuel, Dan/Dana, Jon/John...), nicknames and short forms with and without supporting
 evidence, case/diacritics/punctuation variants, partial names, different full names sharing a first name,
 places and organisations (prefixes, acronyms), the same name in different banks, LoCoMo's speaker names
@@ -31,9 +31,9 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any
 
-from ..config import EntityResolutionSettings
+from hindsight_core.config import EntityResolutionSettings
 
-DATA = Path(__file__).with_name("entity_pairs.jsonl")
+DATA = Path(__file__).resolve().parent / "data" / "entity_pairs.jsonl"
 SPLITS = ("dev", "test", "all")
 T0 = datetime(2024, 5, 1, 9, 0, tzinfo=UTC)
 _OFFSET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhd])\s*$")
@@ -76,11 +76,11 @@ def parse_offset(text: str) -> timedelta:
 def replay(scenario: dict[str, Any], settings: EntityResolutionSettings | None = None) -> list[ScoredMention]:
     """Run a scenario's retains through a fresh in-memory SQLite store and the resolver; where each scored
     mention was stored."""
-    from ..entities import EntityResolver
-    from ..extract.base import ExtractedEntity, ExtractedFact
-    from ..models import BankProfile, EntityType, Memory
-    from ..stores.base import UnitBatch
-    from ..stores.sqlite import SQLiteGraphStore
+    from hindsight_core.entities import EntityResolver
+    from hindsight_core.extract.base import ExtractedEntity, ExtractedFact
+    from hindsight_core.models import BankProfile, EntityType, Memory
+    from hindsight_core.stores.base import UnitBatch
+    from hindsight_core.stores.sqlite import SQLiteGraphStore
 
     store = SQLiteGraphStore(":memory:")
     try:
@@ -117,7 +117,7 @@ def replay(scenario: dict[str, Any], settings: EntityResolutionSettings | None =
 def _stored_entity(store: Any, bank: str, unit_id: str, name: str) -> str | None:
     """The entity the unit mentions under this name: the one holding the name (or an alias), else one of the
     unit's entities whose names normalise alike; None when the store holds no such mention."""
-    from ..names import normalise_name
+    from hindsight_core.names import normalise_name
 
     entity = store.find_entity(bank, name)
     if entity is not None and unit_id in store.units_of_entity(bank, entity.id):

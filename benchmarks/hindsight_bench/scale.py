@@ -18,7 +18,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from ..unit_text import timed_text
+from hindsight_core.unit_text import timed_text
+
 from .backends import OpenHindsight, open_embedded
 from .metrics import latency_stats
 from .report import bar_plot, line_plot, md_table, run_info, write_json, write_text

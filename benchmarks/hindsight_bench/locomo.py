@@ -6,7 +6,7 @@ metric (LoCoMo paper, Table 3) is, per question, the share of its evidence dia_i
 of what recall returned, averaged. Every configuration (the full pipeline, each channel removed in turn,
 single channels) is measured in the same process on the same banks.
 
-The Hindsight instance comes from a factory (``open_hindsight``, see ``bench.backends``) so the same run
+The Hindsight instance comes from a factory (``open_hindsight``, see ``hindsight_bench.backends``) so the same run
 can be made on any storage backend; ``run_locomo_backends`` runs several and compares them.
 """
 
@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..formats import evidence_ids, locomo_sessions
-from ..recall.packing import pack
+from hindsight_core.formats import evidence_ids, locomo_sessions
+from hindsight_core.recall.packing import pack
+
 from .backends import OpenHindsight, cache_query_embeddings, open_embedded, real_embeddings
 from .metrics import coverage, latency_stats, mean_percent
 from .report import bar_plot, line_plot, md_table, run_info, write_json, write_text

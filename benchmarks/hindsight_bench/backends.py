@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..hindsight import Hindsight
+    from hindsight_core.hindsight import Hindsight
 
 OpenHindsight = Callable[..., "AbstractContextManager[Hindsight]"]
 """A factory: ``factory(root, **kwargs)`` -> context manager yielding an open Hindsight. ``root`` is a working
@@ -25,16 +25,16 @@ folder; keyword arguments (``llm=``, ``embedder=``, ``settings=``) go to the ``H
 
 def open_embedded(root: Path, **kwargs: Any) -> Hindsight:
     """The embedded default: SQLite graph store + persistent Chroma under ``root``."""
-    from ..hindsight import Hindsight
+    from hindsight_core.hindsight import Hindsight
 
     return Hindsight.open(root, **kwargs)
 
 
 def open_server(root: Path, **kwargs: Any) -> AbstractContextManager[Hindsight]:
     """The server backend: Neo4j graph store over Bolt + Chroma server. Uses the servers named by
-    ``NEO4J_URI``/``CHROMA_PORT`` (and friends) when set, else starts ArcadeDB's Bolt endpoint and a Chroma
-    server under ``root`` and stops them afterwards (see ``hindsight_core.servers``)."""
-    from ..servers import open_server_backend
+    ``NEO4J_URI``/``CHROMA_PORT`` (and friends) when set; from a checkout it otherwise starts throwaway
+    servers under ``root`` with the test suite's launcher (see ``hindsight_bench.servers``)."""
+    from .servers import open_server_backend
 
     return open_server_backend(root, **kwargs)
 

@@ -29,7 +29,7 @@ def run_info() -> dict[str, Any]:
     }
     with contextlib.suppress(OSError):  # not on every platform
         info["load_average"] = [round(x, 2) for x in os.getloadavg()]
-    repo = Path(__file__).resolve().parent.parent.parent
+    repo = Path(__file__).resolve().parent  # git finds the checkout from here (editable install)
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True,
                                 timeout=5, check=False).stdout.strip()

@@ -1,0 +1,215 @@
+"""The benchmarks' command line: ``hindsight-bench BENCHMARK ...``, also reached as ``hindsight bench ...``.
+
+Usage::
+
+    hindsight-bench locomo --conversations 1 --questions 20 --out results/
+    hindsight-bench longmemeval|scale|qa ...   (each writes JSON, markdown and PNG plots under --out)
+    hindsight-bench entities --split test
+
+``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
+group and calls ``main`` with the rest of its command line. ``--json`` prints one JSON document on stdout and
+nothing else; errors print a one-line ``error: ...`` on stderr and exit with status 2.
+
+Importing this module is cheap: the benchmarks and the engine are imported when a benchmark runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import sys
+from typing import Any
+
+from .commands import (
+    BenchError,
+    cmd_entities,
+    cmd_llm_retain,
+    cmd_locomo,
+    cmd_longmemeval,
+    cmd_qa,
+    cmd_scale,
+    one_line,
+)
+
+EXIT_ERROR = 2
+
+
+def main(argv: list[str] | None = None, *, prog: str = "hindsight-bench") -> int:
+    """Run the benchmarks' command line; returns the exit status (0 ok, 2 error). ``prog`` names the command
+    in help and usage messages (``hindsight bench`` when the engine's command line delegates here)."""
+    parser = build_parser(prog)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse exits on --help and usage errors; callers in-process want a code
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    if args.verbose:
+        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if not hasattr(args, "func"):
+        parser.print_help(sys.stderr)
+        return EXIT_ERROR
+
+    from hindsight_core.errors import HindsightError
+
+    real_stdout = sys.stdout
+    try:
+        # With --json the JSON document is the only thing on stdout: anything a library prints goes to stderr.
+        guard = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
+        with guard:
+            result = args.func(args)
+    except (HindsightError, BenchError, OSError) as exc:
+        print(f"error: {one_line(exc)}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    if args.json and result is not None:
+        real_stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
+        real_stdout.flush()
+    return 0
+
+
+def build_parser(prog: str = "hindsight-bench") -> argparse.ArgumentParser:
+    """The argument parser: one subcommand per benchmark."""
+    # Global options are accepted before or after the benchmark's name. The subparsers get their own copies
+    # with SUPPRESS defaults (parents share action objects), so a value given before the name is kept.
+    parser = argparse.ArgumentParser(
+        prog=prog, parents=[_global_options(argparse.SUPPRESS)],
+        description="Benchmarks of Hindsight Memory; each writes JSON, markdown and PNG plots under --out.",
+    )
+    parser.set_defaults(json=False, verbose=False)
+    common = _global_options(argparse.SUPPRESS)
+    sub = parser.add_subparsers(title="benchmarks", metavar="BENCHMARK")
+    _add_recall_benchmarks(sub, common)
+    _add_answer_benchmarks(sub, common)
+    return parser
+
+
+def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
+    """locomo, longmemeval and scale: what recall finds, and how fast."""
+    p = sub.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets",
+                       description="Retains each LoCoMo conversation raw (one unit per message) and scores "
+                                   "recall's evidence coverage for the full pipeline and with each channel "
+                                   "removed in turn.")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversations", type=positive_int, help="only the first N conversations")
+    p.add_argument("--questions", type=positive_int, help="only the first N questions of each conversation")
+    p.add_argument("--configs", type=name_list,
+                   help="comma-separated configurations (default: full, no-semantic, no-keyword, no-graph, "
+                        "no-temporal, semantic-only, keyword-only)")
+    p.add_argument("--latency-every", type=positive_int, default=10,
+                   help="time every Nth question in the ablations (the full pipeline: every one; default 10)")
+    _backend_option(p)
+    _out_options(p, "locomo")
+    p.set_defaults(func=cmd_locomo)
+
+    p = sub.add_parser("longmemeval", parents=[common], help="LongMemEval session-level retrieval metrics",
+                       description="One bank per question; user turns retained raw (id <session_id>:<turn>, "
+                                   "timestamp = session date), recalled with the question date as reference "
+                                   "time; recall_any/recall_all/ndcg_any@k per question type, as the official "
+                                   "eval code computes them, and evidence recall within token budgets.")
+    p.add_argument("--data", help="LongMemEval JSON (e.g. longmemeval_s.json; default: $HINDSIGHT_LONGMEMEVAL, "
+                                  "else the bundled 7-question sample)")
+    p.add_argument("--questions", type=positive_int, help="only the first N questions")
+    _backend_option(p)
+    _out_options(p, "longmemeval")
+    p.set_defaults(func=cmd_longmemeval)
+
+    p = sub.add_parser("scale", parents=[common], help="retain throughput and recall latency on large banks",
+                       description="Synthetic banks of the given sizes: retain throughput (raw), recall "
+                                   "latency per channel and in total against a bare Chroma query with the "
+                                   "same embedder, resident memory, disk per unit and time to reopen.")
+    p.add_argument("--units", type=int_list, nargs="+", default=[[1000, 10_000, 100_000]],
+                   help="bank sizes, comma- or space-separated (default 1000,10000,100000)")
+    p.add_argument("--queries", type=positive_int, default=200, help="queries timed per bank (default 200)")
+    p.add_argument("--budget", type=positive_int, default=1000, help="recall budget in tokens (default 1000)")
+    _backend_option(p)
+    _out_options(p, "scale")
+    p.set_defaults(func=cmd_scale)
+
+
+def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
+    """qa, llm-retain and entities: answers, extraction and entity resolution."""
+    p = sub.add_parser("qa", parents=[common], help="answer questions with reflect, scored by an LLM judge",
+                       description="Answers LoCoMo or LongMemEval questions with reflect and has a separate "
+                                   "judge model label each answer correct or wrong (the published judge "
+                                   "prompts). Both models are OpenAI-compatible endpoints; without a URL the "
+                                   "bundled local model is used.")
+    p.add_argument("--dataset", choices=("locomo", "longmemeval"), default="locomo", help="default locomo")
+    p.add_argument("--data", help="the data file (default: LoCoMo's locomo10.json, or LongMemEval's sample)")
+    p.add_argument("--conversations", type=positive_int, default=1, help="LoCoMo: first N conversations (1)")
+    p.add_argument("--questions", type=positive_int, default=20,
+                   help="questions in all (default 20; spread over the conversations)")
+    p.add_argument("--budget", type=positive_int, default=2000, help="reflect's recall budget (default 2000)")
+    p.add_argument("--extract", action="store_true", help="retain with the LLM extractor (default: raw)")
+    for role in ("answer", "judge"):
+        p.add_argument(f"--{role}-url", help=f"OpenAI-compatible base URL of the {role} model "
+                                             "(default: the local model)")
+        p.add_argument(f"--{role}-model", help=f"{role} model name (default: qwen2.5-1.5b, local)")
+        p.add_argument(f"--{role}-key", help=f"API key of the {role} endpoint (default: $OPENAI_API_KEY or none)")
+    _backend_option(p)
+    _out_options(p, "qa")
+    p.set_defaults(func=cmd_qa)
+
+    p = sub.add_parser("llm-retain", parents=[common], help="LLM extraction of one LoCoMo session, timed")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversation", type=int, default=0, help="conversation index (default 0)")
+    p.add_argument("--session", type=positive_int, default=1, help="session number (default 1)")
+    p.set_defaults(func=cmd_llm_retain)
+
+    p = sub.add_parser("entities", parents=[common], help="entity resolution: pairwise precision/recall of merges",
+                       description="Replays the labelled entity-resolution scenarios (confusable names, "
+                                   "nicknames, variants, partial names, places, banks, LoCoMo's speakers) "
+                                   "through the resolver and a SQLite store and prints pairwise precision and "
+                                   "recall of merges per split and category, then every wrong decision.")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="scenarios to score: the fixed dev or test half, or all (default all; test is the headline)")
+    p.add_argument("--data", help="a scenario file in the same JSONL format (default: the bundled set)")
+    p.set_defaults(func=cmd_entities)
+
+
+def _global_options(default: Any) -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    options.add_argument("--json", action="store_true", default=default,
+                         help="print machine-readable JSON on stdout and nothing else")
+    options.add_argument("-v", "--verbose", action="store_true", default=default, help="log progress to stderr")
+    return options
+
+
+def _out_options(p: argparse.ArgumentParser, name: str) -> None:
+    p.add_argument("--out", default="results",
+                   help=f"results folder for {name}.json, {name}.md and the plots (default ./results)")
+    p.add_argument("--workdir", help="keep the benchmark's memory here (default: a temporary directory)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+
+
+def _backend_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--backend", default="embedded",
+                   help="storage backend: embedded (default), server (NEO4J_URI/CHROMA_PORT, or servers started "
+                        "from a checkout), a registered one, or both (all, side by side)")
+
+
+def int_list(text: str) -> list[int]:
+    """``"1000,10000"`` -> ``[1000, 10000]`` (each positive)."""
+    return [positive_int(part) for part in text.split(",") if part.strip()]
+
+
+def name_list(text: str) -> list[str]:
+    """``"full,no-graph"`` -> ``["full", "no-graph"]``."""
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def positive_int(text: str) -> int:
+    """A command-line whole number above zero (argparse ``type``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {text}")
+    return value
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

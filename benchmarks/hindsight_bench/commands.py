@@ -1,0 +1,181 @@
+"""The bodies of the ``hindsight-bench`` commands: find the data, run a benchmark, write its results.
+
+Each command takes the parsed arguments and returns the result document (printed as JSON with ``--json``)
+or None. The benchmarks and the engine are imported inside the commands, so the command line starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+LOCOMO_FILE = Path("shared") / "data" / "locomo10.json"
+"""Where a checkout keeps LoCoMo, relative to the repository or one folder above it."""
+REPO_ROOT = Path(__file__).resolve().parents[2]
+"""The repository root when this package runs from a checkout (an editable install)."""
+
+
+class BenchError(Exception):
+    """A usage problem found after parsing (missing data, unknown backend): a one-line error, exit status 2."""
+
+
+def cmd_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``locomo``: evidence recall on LoCoMo with channel ablations; writes JSON, markdown and plots."""
+    from .locomo import CONFIGS, run_locomo, run_locomo_backends, write_locomo
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise BenchError(f"LoCoMo data not found: {data}")
+    configs = CONFIGS
+    if args.configs:
+        unknown = [c for c in args.configs if c not in CONFIGS]
+        if unknown:
+            raise BenchError(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
+        configs = {c: CONFIGS[c] for c in args.configs}
+    backends = _backends(args)
+    kwargs: dict[str, Any] = {
+        "limit_conversations": args.conversations, "limit_questions": args.questions, "configs": configs,
+        "latency_every": args.latency_every, "progress": args.progress, "log": _log(args),
+    }
+    if len(backends) == 1:
+        (name, factory), = backends.items()
+        result = run_locomo(data, open_hindsight=factory, backend=name, workdir=args.workdir, **kwargs)
+    else:
+        result = run_locomo_backends(data, backends, workdir=args.workdir, **kwargs)
+    _report_written(args, write_locomo(args.out, result))
+    return result if args.json else None
+
+
+def cmd_longmemeval(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``longmemeval``: LongMemEval's official session-level retrieval metrics per question type."""
+    from .longmemeval import TINY_DATA, run_longmemeval, write_longmemeval
+
+    data = Path(args.data or os.environ.get("HINDSIGHT_LONGMEMEVAL") or TINY_DATA)
+    if not data.is_file():
+        raise BenchError(f"LongMemEval data not found: {data}")
+    if data == TINY_DATA:
+        stderr_print(f"note: using the bundled {TINY_DATA.name} (a 7-question format sample, not the benchmark); "
+                     "pass --data longmemeval_s.json for real figures")
+    results = {}
+    for name, factory in _backends(args).items():
+        workdir = Path(args.workdir) / name if args.workdir else None
+        results[name] = run_longmemeval(data, open_hindsight=factory, backend=name, workdir=workdir,
+                                        limit_questions=args.questions, progress=args.progress, log=_log(args))
+    result = results if len(results) > 1 else next(iter(results.values()))
+    _report_written(args, write_longmemeval(args.out, result))
+    return result if args.json else None
+
+
+def cmd_scale(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``scale``: throughput, latency per channel vs bare Chroma, memory, disk and reopen time."""
+    from .scale import run_scale, write_scale
+
+    sizes = tuple(dict.fromkeys(n for group in args.units for n in group))
+    results = {}
+    for name, factory in _backends(args).items():
+        workdir = Path(args.workdir) / name if args.workdir else None
+        results[name] = run_scale(sizes, queries=args.queries, budget=args.budget, open_hindsight=factory,
+                                  backend=name, workdir=workdir, progress=args.progress, log=_log(args))
+    result = results if len(results) > 1 else next(iter(results.values()))
+    _report_written(args, write_scale(args.out, result))
+    return result if args.json else None
+
+
+def cmd_qa(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``qa``: answers by reflect, judged correct/wrong by a second model; accuracy per category."""
+    from .longmemeval import TINY_DATA
+    from .qa import endpoint_llm, run_qa, write_qa
+
+    if args.data:
+        data = Path(args.data)
+    elif args.dataset == "locomo":
+        data = find_locomo()
+    else:
+        data = Path(os.environ.get("HINDSIGHT_LONGMEMEVAL") or TINY_DATA)
+    if not data.is_file():
+        raise BenchError(f"{args.dataset} data not found: {data}")
+    answer = endpoint_llm(args.answer_url, args.answer_model, args.answer_key)
+    judge = endpoint_llm(args.judge_url, args.judge_model, args.judge_key)
+    results = {}
+    for name, factory in _backends(args).items():
+        workdir = Path(args.workdir) / name if args.workdir else None
+        results[name] = run_qa(args.dataset, data, answer_llm=answer, judge_llm=judge, open_hindsight=factory,
+                               backend=name, workdir=workdir, limit_conversations=args.conversations,
+                               limit_questions=args.questions, budget=args.budget, extract=args.extract,
+                               progress=args.progress, log=_log(args))
+    result = results if len(results) > 1 else next(iter(results.values()))
+    _report_written(args, write_qa(args.out, result))
+    return result if args.json else None
+
+
+def cmd_llm_retain(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``llm-retain``: one LoCoMo session through the LLM extractor, with the time it took."""
+    from .llm_retain import run_llm_retain
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise BenchError(f"LoCoMo data not found: {data}")
+    result = run_llm_retain(data, conversation=args.conversation, session=args.session, log=_log(args))
+    return result if args.json else None
+
+
+def cmd_entities(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``entities``: pairwise precision and recall of entity merges on the labelled scenario set."""
+    from .entities import DATA, format_entity_bench, run_entity_bench
+
+    data = Path(args.data) if args.data else DATA
+    if not data.is_file():
+        raise BenchError(f"entity-resolution scenarios not found: {data}")
+    result = run_entity_bench(args.split, data)
+    if args.json:
+        return result
+    print(format_entity_bench(result))
+    return None
+
+
+def find_locomo() -> Path:
+    """``$HINDSIGHT_LOCOMO``, else the first existing ``[../]shared/data/locomo10.json`` relative to the
+    working directory or to the repository root; raises ``BenchError`` listing where it looked."""
+    env = os.environ.get("HINDSIGHT_LOCOMO")
+    if env:
+        return Path(env)
+    candidates = [base / rel for base in (Path.cwd(), REPO_ROOT) for rel in (Path("..") / LOCOMO_FILE, LOCOMO_FILE)]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise BenchError("LoCoMo data not found; pass --data or set HINDSIGHT_LOCOMO (looked in "
+                     + ", ".join(str(c) for c in candidates) + ")")
+
+
+def stderr_print(*values: Any, **kwargs: Any) -> None:
+    """``print`` to stderr (progress and notes that must stay off a ``--json`` stdout)."""
+    kwargs.pop("file", None)
+    print(*values, file=sys.stderr, **kwargs)
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception's message on one line (its type's name when it has none)."""
+    text = " ".join(str(exc).split())
+    return text or type(exc).__name__
+
+
+def _backends(args: argparse.Namespace) -> dict[str, Any]:
+    from .backends import resolve_backends
+
+    try:
+        return resolve_backends(args.backend)
+    except KeyError as exc:
+        raise BenchError(str(exc.args[0])) from None
+
+
+def _log(args: argparse.Namespace) -> Callable[..., None]:
+    return stderr_print if args.json else print
+
+
+def _report_written(args: argparse.Namespace, paths: Sequence[Path]) -> None:
+    if not args.json:
+        print("\nwrote " + ", ".join(str(p) for p in paths))

@@ -1,0 +1,1 @@
+"""Support code for the test suite (server launchers); not part of any distribution."""
