@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hindsight_core import Bank, Hindsight, InvalidInputError
+from hindsight_core.bank import BankOwner
 
 BANK_ID_KEY = "bank_id"
 
@@ -19,7 +20,7 @@ class BankNotConfiguredError(InvalidInputError):
     """No bank id in the runtime context, the config's ``configurable``, or the node's static arguments."""
 
 
-def hindsight_of(bank: Bank) -> Hindsight:
+def hindsight_of(bank: Bank) -> BankOwner:
     """The ``Hindsight`` a bank belongs to (to open sibling banks by id)."""
     return bank.hindsight
 
@@ -45,6 +46,7 @@ class BankSource:
     """A ``Hindsight`` (banks by id) or a fixed ``Bank``, plus an optional default bank id."""
 
     def __init__(self, memory: Hindsight | Bank, bank_id: str | None = None) -> None:
+        self.hindsight: BankOwner
         if isinstance(memory, Bank):
             self.hindsight = hindsight_of(memory)
             self.default_id: str | None = bank_id or memory.id

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.documents import Document
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -51,6 +51,25 @@ def message_text(message: BaseMessage) -> str:
                           for c in message.tool_calls)
         text = f"{text}\n{calls}".strip()
     return text
+
+
+class RecallOptions(TypedDict):
+    """The recall arguments a node or middleware is configured with (passed to ``Bank.recall``)."""
+
+    budget: int
+    max_memories: int | None
+    networks: Sequence[str] | None
+
+
+class RetainArgs(TypedDict, total=False):
+    """The retain arguments a node, middleware or chat history builds for one batch of messages."""
+
+    content: list[dict[str, Any]]
+    document_id: str
+    document_metadata: dict[str, Any]
+    extract: bool
+    defer: bool
+    context: str | None
 
 
 def messages_to_core(messages: Sequence[BaseMessage], id_prefix: str) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage, messages_from_dict, messages_to
 
 from hindsight_core import Bank, ExtractionError, RetainResult
 
-from ._convert import messages_to_core
+from ._convert import RetainArgs, messages_to_core
 
 log = logging.getLogger(__name__)
 
@@ -114,20 +114,20 @@ class HindsightChatMessageHistory(BaseChatMessageHistory):
         return await asyncio.to_thread(lambda: self.messages)
 
     # writing -------------------------------------------------------------------------------------
-    def _retain_args(self, messages: Sequence[BaseMessage]) -> dict[str, object]:
+    def _retain_args(self, messages: Sequence[BaseMessage]) -> RetainArgs:
         document_id = self.prefix + _sortable_suffix()
         core = messages_to_core(messages, document_id)
         if not core:
             # Nothing with text (e.g. an empty AI message): the transcript must still be stored exactly.
             core = [{"speaker": "system", "text": "(message without text)", "id": f"{document_id}:0"}]
-        return {
-            "content": core,
-            "document_id": document_id,
-            "document_metadata": {LC_MESSAGES_KEY: messages_to_dict(messages), SESSION_KEY: self.session_id},
-            "extract": self.extract,
-            "defer": self.background,
-            "context": self.context,
-        }
+        return RetainArgs(
+            content=core,
+            document_id=document_id,
+            document_metadata={LC_MESSAGES_KEY: messages_to_dict(messages), SESSION_KEY: self.session_id},
+            extract=self.extract,
+            defer=self.background,
+            context=self.context,
+        )
 
     def _kept(self, exc: ExtractionError) -> None:
         # The raw document (with the exact messages) is stored before extraction, so the transcript is

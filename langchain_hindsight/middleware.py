@@ -20,7 +20,15 @@ from langgraph.runtime import Runtime
 from hindsight_core import Bank, Hindsight
 
 from ._bank import BankSource
-from ._convert import MEMORY_PROMPT_HEADER, format_memories, latest_human_message, memory_to_dict, messages_to_core
+from ._convert import (
+    MEMORY_PROMPT_HEADER,
+    RecallOptions,
+    RetainArgs,
+    format_memories,
+    latest_human_message,
+    memory_to_dict,
+    messages_to_core,
+)
 
 AGENT_DOCUMENT_PREFIX = "agent:"
 
@@ -85,7 +93,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         """Configure recall and retain (see the class docstring)."""
         super().__init__()
         self.source = BankSource(memory, bank_id)
-        self.recall_options = {"budget": budget, "max_memories": max_memories, "networks": networks}
+        self.recall_options = RecallOptions(budget=budget, max_memories=max_memories, networks=networks)
         self.recall_enabled = recall
         self.retain_enabled = retain
         self.extract = extract
@@ -144,7 +152,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         return await handler(self._with_memories(request))
 
     # retain --------------------------------------------------------------------------------------
-    def _retain_args(self, state: HindsightAgentState) -> dict[str, Any] | None:
+    def _retain_args(self, state: HindsightAgentState) -> RetainArgs | None:
         if not self.retain_enabled:
             return None
         new = unretained_messages(state["messages"], state.get("hindsight_retained_through"))
@@ -154,7 +162,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         core = messages_to_core(new, document_id)
         if not core or not new[0].id:
             return None
-        return {"content": core, "document_id": document_id, "extract": self.extract, "defer": self.background}
+        return RetainArgs(content=core, document_id=document_id, extract=self.extract, defer=self.background)
 
     def after_agent(self, state: HindsightAgentState, runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Retain the run's new messages (keyed by their first message id, so a re-run replaces)."""

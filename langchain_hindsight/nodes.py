@@ -32,6 +32,8 @@ from hindsight_core import Bank, Hindsight, Recall, Reflection, RetainResult
 from ._bank import BankSource
 from ._convert import (
     MEMORY_PROMPT_HEADER,
+    RecallOptions,
+    RetainArgs,
     latest_exchange,
     latest_human_message,
     memories_system_message,
@@ -87,7 +89,7 @@ def create_recall_node(
     """
     source = BankSource(memory, bank_id)
     add_message = state_key is None if system_message is None else system_message
-    options = {"budget": budget, "max_memories": max_memories, "networks": networks}
+    options = RecallOptions(budget=budget, max_memories=max_memories, networks=networks)
 
     def recall_node(state: Any, config: RunnableConfig, runtime: Runtime) -> dict[str, Any]:
         bank = source.resolve(runtime, config)
@@ -107,7 +109,7 @@ def create_recall_node(
 
 
 # retain --------------------------------------------------------------------------------------------
-def _retain_args(messages: Sequence[BaseMessage], extract: bool, background: bool) -> dict[str, Any] | None:
+def _retain_args(messages: Sequence[BaseMessage], extract: bool, background: bool) -> RetainArgs | None:
     exchange = latest_exchange(messages)
     if not exchange:
         return None
@@ -116,7 +118,7 @@ def _retain_args(messages: Sequence[BaseMessage], extract: bool, background: boo
     core = messages_to_core(exchange, document_id)
     if not core:
         return None
-    return {"content": core, "document_id": document_id, "extract": extract, "defer": background}
+    return RetainArgs(content=core, document_id=document_id, extract=extract, defer=background)
 
 
 def _retain_update(result: RetainResult | None, state_key: str | None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
 .venv/bin/ruff check core langchain_hindsight llama_index_hindsight benchmarks tests scripts
+bash scripts/typecheck.sh
 
 SERVERS_DIR="$(mktemp -d -t hindsight-servers.XXXXXX)"
 stop_servers() {

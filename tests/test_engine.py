@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from hindsight_core.stores.base import VectorMeta
-
 from hindsight_core import (
     BankNotFoundError,
     EmbedderMismatchError,
@@ -21,6 +19,7 @@ from hindsight_core import (
 )
 from hindsight_core.embedding import SentenceTransformerEmbedder
 from hindsight_core.models import DocumentStatus
+from hindsight_core.stores.base import VectorMeta
 from hindsight_core.tokens import count_tokens
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -12,9 +12,9 @@ from typing import Any
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Hindsight
-from hindsight_core.jobs import OPINIONS
 from hindsight_core.errors import LLMError
 from hindsight_core.integrity import check
+from hindsight_core.jobs import OPINIONS
 from hindsight_core.models import Job, JobStatus
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
