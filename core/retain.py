@@ -28,12 +28,16 @@ from .extract.base import ExtractedFact, Extractor, ExtractorWithWork
 from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
 from .links import build_links
 from .models import Document, DocumentKind, DocumentStatus, Memory, Message, OpinionEvent, RetainResult, utcnow
-from .stores.base import GraphStore, UnitBatch, VectorIndex
+from .stores.base import BankStore, DocumentStore, EntityStore, UnitBatch, UnitStore, VectorIndex, VectorMarks
 from .unit_text import embedding_text, search_contexts, timed_text, vector_metadata
 from .validation import When
 from .vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
+
+
+class RetainStore(DocumentStore, UnitStore, EntityStore, VectorMarks, BankStore, Protocol):
+    """What retain writes through: the raw document, units with their entities and links, and vector marks."""
 
 
 class FactWriter(Protocol):
@@ -57,7 +61,7 @@ class RetainPipeline:
 
     def __init__(
         self,
-        store: GraphStore,
+        store: RetainStore,
         index: VectorIndex,
         embedder: Embedder,
         settings: Settings,
