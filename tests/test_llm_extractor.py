@@ -271,6 +271,11 @@ def test_duplicate_facts_are_collapsed_and_causal_indices_follow() -> None:
         ("", "2023-05-09", (2023, 5, 9), (2023, 5, 9)),
         ("2023-05-09", "2023-05-02", (2023, 5, 2), (2023, 5, 9)),  # swapped ends
         ("tomorrow", "", (2023, 5, 9), (2023, 5, 9)),
+        # the shared resolver's readings (hindsight_core.temporal), the same as recall's
+        ("a few days ago", "", (2023, 5, 3), (2023, 5, 6)),
+        ("this Monday", "", (2023, 5, 8), (2023, 5, 8)),
+        ("the weekend before", "", (2023, 5, 6), (2023, 5, 7)),
+        ("June", "", (2022, 6, 1), (2022, 6, 30)),  # a past fact: the last June
     ],
 )
 def test_relative_and_partial_dates_are_normalised(
@@ -318,6 +323,20 @@ def test_a_relative_phrase_in_the_fact_beats_a_copied_message_date(start: str, e
     assert fact.occurred_start == datetime(2023, 5, 7, tzinfo=UTC)
     assert fact.occurred_end == datetime(2023, 5, 7, 23, 59, 59, tzinfo=UTC)
     assert fact.text == "Caroline went to a support group yesterday (7 May 2023)."
+
+
+def test_a_plan_resolves_forwards_in_dates_and_text() -> None:
+    answer = _answer(
+        _fact("Caroline is going to Paris in June.", ["D1:1"]),
+        _fact("Caroline will see Melanie this Monday.", ["D1:2"], start="this Monday"),
+    )
+    plan, meeting = LLMExtractor(ScriptedLLM([answer])).extract(_msgs(), document_time=T0)
+    assert (plan.occurred_start, plan.occurred_end) == (
+        datetime(2023, 6, 1, tzinfo=UTC), datetime(2023, 6, 30, 23, 59, 59, tzinfo=UTC)
+    )
+    assert plan.text == "Caroline is going to Paris in June (June 2023)."
+    assert meeting.occurred_start == datetime(2023, 5, 8, tzinfo=UTC)  # said on that Monday: today
+    assert meeting.text == "Caroline will see Melanie this Monday (8 May 2023)."
 
 
 def test_a_model_date_that_differs_from_the_message_date_is_kept() -> None:

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hindsight_core import models, temporal
+from hindsight_core.temporal import parser as temporal_parser
 
 TemporalConstraint = temporal.TemporalConstraint
 TimeRange = models.TimeRange
@@ -282,6 +283,24 @@ def test_find_all_in_text_order() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    ("text", "deictic"),
+    [
+        ("yesterday", True), ("last week", True), ("a few days ago", True), ("in June", True),
+        ("on 8 May", True), ("this Monday", True), ("over the summer", True), ("since March", True),
+        ("the week before 8 May", True), ("in 2022", False), ("June 2022", False), ("8 May 2023", False),
+        ("2023-05-08", False), ("5/8/2023", False), ("summer 2022", False), ("from March to May 2023", False),
+        ("the week before 8 May 2023", False), ("since 2020", False), ("08May2023", False),
+    ],
+)
+def test_deictic_marks_ranges_computed_from_the_reference(text: str, deictic: bool) -> None:
+    c = parse_temporal(text, REF)
+    assert c is not None and c.range is not None
+    assert c.deictic is deictic
+    anchored = parse_temporal("after the wedding", REF)
+    assert anchored is not None and anchored.deictic is False
+
+
 def test_parse_prefers_a_resolved_range() -> None:
     c = parse_temporal("what did she do before the trip last year?", REF)
     assert c is not None and c.expression == "last year"
@@ -412,13 +431,13 @@ def test_plain_chat_throughput() -> None:
 
 def test_dateparser_is_only_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = temporal._dateparser_window
+    real = temporal_parser._dateparser_window
 
     def spy(text: str, ctx: object) -> object:
         calls.append(text)
         return real(text, ctx)
 
-    monkeypatch.setattr(temporal, "_dateparser_window", spy)
+    monkeypatch.setattr(temporal_parser, "_dateparser_window", spy)
     for text in [*CHAT, *(f[0] for f in FORMS if f[0] not in ("08May2023", "2023 May 8"))]:
         parse_temporal(text, REF)
     assert calls == []
@@ -608,11 +627,11 @@ def test_prop_prefilter_and_gates_lose_nothing(ref: datetime, words: list[str]) 
     # The speed shortcuts (pre-filter regex, per-rule substring gates) must not change any result.
     text = " ".join(words)
     fast = find_temporal_expressions(text, ref)
-    saved = temporal._PREFILTER, temporal._RULES
+    saved = temporal_parser._PREFILTER, temporal_parser._RULES
     try:
-        temporal._PREFILTER = re.compile("")
-        temporal._RULES = tuple((pattern, handler, ("",)) for pattern, handler, _gate in saved[1])
+        temporal_parser._PREFILTER = re.compile("")
+        temporal_parser._RULES = tuple((pattern, handler, ("",)) for pattern, handler, _gate in saved[1])
         slow = find_temporal_expressions(text, ref)
     finally:
-        temporal._PREFILTER, temporal._RULES = saved
+        temporal_parser._PREFILTER, temporal_parser._RULES = saved
     assert fast == slow

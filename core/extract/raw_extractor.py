@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from ..models import EntityType, Message, Network
-from ..temporal import parse_temporal
+from ..temporal import detect_tense, parse_temporal
 from .base import ExtractedEntity, ExtractedFact
 from .ner import EntityRecognizer
 
@@ -91,7 +91,11 @@ class RawExtractor:
             when = window[0].timestamp or document_time
             start, end = when, when
             for message in window:
-                constraint = parse_temporal(message.text, message.timestamp or document_time)
+                said_at = message.timestamp or document_time
+                constraint = parse_temporal(message.text, said_at)
+                if constraint is not None and (tense := detect_tense(message.text)) is not None:
+                    # The same resolver as the LLM extractor's: "in June" in a plan is the coming June.
+                    constraint = parse_temporal(message.text, said_at, tense=tense)
                 if constraint is not None and constraint.range is not None and constraint.relation == "during":
                     start = constraint.range.start or when
                     end = constraint.range.end or when

@@ -1,0 +1,252 @@
+"""When an extracted fact happened: the model's ``start``/``end`` strings and the fact's own words.
+
+Every time expression is resolved by the shared resolver (``hindsight_core.temporal``, the one recall uses
+for queries), against the *source message's* time and with the fact's tense (``detect_tense``: "Caroline
+is going to Paris in June" said in May is this June, "Caroline went to Paris in June" the last one). What
+stays here is what only model output needs:
+
+* ``start``/``end`` are read as ISO dates first (``YYYY-MM`` and ``YYYY`` become month/year ranges), then
+  as any expression the shared resolver reads ("yesterday", "last Friday", "a few days ago", "June
+  2022"), then, for free-form dates it does not read, through dateparser. Blanks and "unknown"-style
+  placeholders count as not given; unparseable or absurd dates (before 1800, 50+ years after the message,
+  1970-01-01 placeholders) become None.
+* Only when the model gave nothing for either end does the occurrence default to the source message's time;
+  one given end copies to the other; reversed ends are swapped. If the fact text names a period
+  ("yesterday", "in June", "in 2022") while the model gave no date or merely copied the message date, the
+  phrase wins.
+* Such phrases left in the text get the absolute date appended ("yesterday (7 May 2023)"), so the fact
+  still reads right when recalled at another time.
+
+Ranges are whole days: a part of a day ("last night", "this morning") counts as the day it starts on, and
+the end of a day is 23:59:59.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta
+
+from dateutil.relativedelta import relativedelta
+
+from ..temporal import TemporalConstraint, Tense, detect_tense, find_temporal_expressions, parse_temporal
+
+__all__ = ["DateRange", "annotate_relative", "occurrence", "parse_model_date", "phrase_range"]
+
+DateRange = tuple[date, date]
+"""First and last day, inclusive."""
+
+_BLANK_DATES = {"", "none", "null", "unknown", "n/a", "na", "-", "?", "unspecified", "nil", "tbd"}
+_ISO_DAY = re.compile(r"^(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?$")
+_ISO_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
+_ISO_YEAR = re.compile(r"^(\d{4})$")
+_PLACEHOLDER_DAYS = {date(1970, 1, 1), date(1900, 1, 1)}  # defaults small models emit for "don't know"
+
+
+def _month_range(d: date) -> DateRange:
+    first = d.replace(day=1)
+    return first, first + relativedelta(months=1) - timedelta(days=1)
+
+
+def _week_range(d: date) -> DateRange:
+    monday = d - timedelta(days=d.weekday())
+    return monday, monday + timedelta(days=6)
+
+
+def _date_range(constraint: TemporalConstraint | None, ref: datetime) -> DateRange | None:
+    """The days of a resolved "during" constraint in the reference's timezone; open or anchored ones: None."""
+    if constraint is None or constraint.relation != "during" or constraint.range is None:
+        return None
+    start, end = constraint.range.start, constraint.range.end
+    if start is None or end is None:
+        return None
+    tz = ref.tzinfo or UTC
+    first, last = start.astimezone(tz), end.astimezone(tz)
+    if last - first < timedelta(days=1):
+        return first.date(), first.date()  # a part of a day ("last night", "3 hours ago"): its first day
+    return first.date(), last.date()
+
+
+def _dateparser_range(expr: str, ref: datetime, tense: Tense | None) -> DateRange | None:
+    """Free-form dates the shared resolver does not read, through dateparser (imported only when needed)."""
+    try:
+        from dateparser.date import DateDataParser
+    except ImportError:  # an optional nicety: the ISO and shared paths cover what the prompt asks for
+        return None
+    parser = DateDataParser(
+        languages=["en"],
+        settings={
+            "RELATIVE_BASE": ref.replace(tzinfo=None),
+            "PREFER_DATES_FROM": "future" if tense == "future" else "past",
+            "PREFER_DAY_OF_MONTH": "first",
+            "RETURN_AS_TIMEZONE_AWARE": False,
+        },
+    )
+    try:
+        data = parser.get_date_data(expr)
+    except Exception:  # dateparser raises assorted errors on odd input; a bad date is just unknown
+        return None
+    if data is None or data.date_obj is None:
+        return None
+    day = data.date_obj.date()
+    period = data.period or "day"
+    if period == "year":
+        return date(day.year, 1, 1), date(day.year, 12, 31)
+    if period == "month":
+        return _month_range(day)
+    if period == "week":
+        return _week_range(day)
+    return day, day
+
+
+def parse_model_date(value: str, ref: datetime, tense: Tense | None = None) -> DateRange | None:
+    """One model-written date (ISO, partial ISO, any expression the shared resolver reads, or free-form).
+
+    ``ref`` is the source message's time, ``tense`` the fact's (see ``hindsight_core.temporal.detect_tense``).
+    """
+    text = value.strip().strip(".").strip()
+    if m := _ISO_DAY.match(text):
+        try:
+            day = date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return None
+        return day, day
+    if m := _ISO_MONTH.match(text):
+        if not 1 <= int(m.group(2)) <= 12:
+            return None
+        return _month_range(date(int(m.group(1)), int(m.group(2)), 1))
+    if m := _ISO_YEAR.match(text):
+        year = int(m.group(1))
+        return (date(year, 1, 1), date(year, 12, 31)) if year >= 1 else None
+    if not re.search(r"[A-Za-z]", text) or len(text) > 60:
+        return None  # digits-only oddities ("0", "20230507") and rambling are not dates we trust
+    shared = _date_range(parse_temporal(text, ref, tense=tense), ref)
+    if shared is None:
+        # The field holds nothing but a date, so a bare "May" or "June" is the month; in free text the
+        # resolver rightly wants a cue ("in May") before reading one ("I may go", "a letter from June").
+        shared = _date_range(parse_temporal(f"in {text}", ref, tense=tense), ref)
+    return shared if shared is not None else _dateparser_range(text, ref, tense)
+
+
+def _deictic_phrases(text: str, ref: datetime, tense: Tense | None) -> list[tuple[int, int, DateRange]]:
+    """Spans and days of the phrases in ``text`` that the reference time resolves ("yesterday", "in June").
+
+    Phrases that name their year ("June 2022") need no help; possessives ("yesterday's game") and phrases
+    already followed by a parenthesis (an earlier annotation) are left alone.
+    """
+    found: list[tuple[int, int, DateRange]] = []
+    pos = 0
+    for c in find_temporal_expressions(text, ref, tense=tense):
+        start = _locate(text, c.expression, pos)
+        if start < 0:
+            continue
+        end = start + len(c.expression)
+        pos = end
+        rng = _date_range(c, ref) if c.deictic else None
+        if rng is None or re.match(r"['’]|\s?\(", text[end:]) or c.expression.endswith(("'s", "’s")):
+            continue
+        found.append((start, end, rng))
+    return found
+
+
+def _locate(text: str, expression: str, pos: int) -> int:
+    """Where ``expression`` (a slice of ``text``) starts at or after ``pos``, on word boundaries; -1 if not."""
+    start = text.find(expression, pos)
+    while start >= 0:
+        end = start + len(expression)
+        if (start == 0 or not text[start - 1].isalnum()) and (end == len(text) or not text[end].isalnum()):
+            return start
+        start = text.find(expression, start + 1)
+    return -1
+
+
+def phrase_range(text: str, ref: datetime, tense: Tense | None = None) -> DateRange | None:
+    """The days of the first time phrase in ``text`` that names a period ("yesterday", "in June", "in 2022").
+
+    Open ("before 2020") and event-relative ("after the trip") phrases do not count; ``ref`` is the time the
+    text was said, ``tense`` its tense. This is what raw retain uses for a message's occurrence as well.
+    """
+    for constraint in find_temporal_expressions(text, ref, tense=tense):
+        rng = _date_range(constraint, ref)
+        if rng is not None:
+            return rng
+    return None
+
+
+def _fmt_day(day: date) -> str:
+    return f"{day.day} {day:%B %Y}"
+
+
+def _fmt_range(rng: DateRange) -> str:
+    start, end = rng
+    if start == end:
+        return _fmt_day(start)
+    if (start.month, start.day, end.month, end.day) == (1, 1, 12, 31) and start.year == end.year:
+        return str(start.year)
+    if start.day == 1 and _month_range(start)[1] == end:
+        return f"{start:%B %Y}"
+    if (start.year, start.month) == (end.year, end.month):
+        return f"{start.day}-{end.day} {start:%B %Y}"
+    if start.year == end.year:
+        return f"{start.day} {start:%B} - {_fmt_day(end)}"
+    return f"{_fmt_day(start)} - {_fmt_day(end)}"
+
+
+def annotate_relative(text: str, ref: datetime) -> str:
+    """Append the absolute date to phrases resolved against ``ref`` ("yesterday (7 May 2023)")."""
+    out: list[str] = []
+    pos = 0
+    for _start, end, rng in _deictic_phrases(text, ref, detect_tense(text)):
+        out.append(f"{text[pos:end]} ({_fmt_range(rng)})")
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _plausible(day: date, ref: datetime) -> bool:
+    """Reject absurd dates: placeholders, the distant past, or far beyond the conversation's time."""
+    return day not in _PLACEHOLDER_DAYS and 1800 <= day.year <= ref.year + 50
+
+
+def _day_start(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def _day_end(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, 23, 59, 59, tzinfo=UTC)
+
+
+def occurrence(
+    text: str, start_raw: str, end_raw: str, mentioned: datetime
+) -> tuple[datetime | None, datetime | None]:
+    """When the fact ``text`` happened, from the model's ``start``/``end`` and the text's own phrases.
+
+    ``mentioned`` is the (earliest) source message's time; see the module docstring for the rules.
+    """
+    tense = detect_tense(text)
+    start_raw, end_raw = start_raw.strip(), end_raw.strip()
+    gave_start = start_raw.lower() not in _BLANK_DATES
+    gave_end = end_raw.lower() not in _BLANK_DATES
+    start_rng = parse_model_date(start_raw, mentioned, tense) if gave_start else None
+    end_rng = parse_model_date(end_raw, mentioned, tense) if gave_end else None
+    said = phrase_range(text, mentioned, tense)
+    today = (mentioned.date(), mentioned.date())
+    if (
+        said is not None
+        and said != today
+        and all(rng == today for rng, gave in ((start_rng, gave_start), (end_rng, gave_end)) if gave)
+    ):
+        # The fact itself says "yesterday"/"last week" but the model gave no date or just copied the
+        # message date (a common small-model slip): the phrase in the text is the better evidence.
+        start_rng = end_rng = said
+        gave_start = gave_end = True
+    start = _day_start(start_rng[0]) if start_rng and _plausible(start_rng[0], mentioned) else None
+    end = _day_end(end_rng[1]) if end_rng and _plausible(end_rng[1], mentioned) else None
+    if not gave_start and not gave_end:
+        start = end = mentioned  # nothing said about when: it is known to hold at the mention
+    elif start is not None and end is None and not gave_end:
+        end = _day_end(start_rng[1]) if start_rng else None  # one end given: a range of that date
+    elif end is not None and start is None and not gave_start:
+        start = _day_start(end_rng[0]) if end_rng else None
+    if start is not None and end is not None and start > end:
+        start, end = _day_start(end.date()), _day_end(start.date())  # swapped ends
+    return start, end

@@ -1,0 +1,249 @@
+"""Turn the model's answer for one window into ``ExtractedFact`` s, trusting nothing it says.
+
+A 1.5B model gets ids, dates and enum values wrong often enough that trusting it would corrupt
+provenance, so every field is checked:
+
+* **Text.** Facts with empty or meaningless text are dropped (an answer whose facts are all dropped is
+  rejected, and retried). Near-duplicates (word-set Jaccard >= 0.85; numbers are words, so "on 7 May" and
+  "on 14 May" versions stay apart) collapse into the first copy; relations to a copy point at it.
+* **Sources.** Only ids of the window's own messages count (matched after stripping brackets, whitespace
+  and case). Invented ids, and the id of the earlier context message, are dropped. A fact left without a
+  valid source is attributed by lexical overlap: the window messages sharing the most content words with
+  the fact (+0.5 when the fact names the speaker; at most 3 tied) become its sources; with no overlap at
+  all, every message of the window is listed (the fact certainly came from that window). Messages without
+  an id are shown as ``[m<position>]`` and cannot be cited.
+* **Times.** See ``dates``: ``mentioned_at`` is always the earliest source message's time.
+* **Networks and enums.** Values outside world/experience/opinion become world (the extractor never makes
+  observations); experience/opinion are kept only for the agent's own voice (first person, or an assistant
+  speaker), else world. Opinion confidence defaults to 0.5, "80" reads as 0.8. Unknown entity types become
+  OTHER; pronoun and role-name entities are dropped; participants are added as PERSON entities. Causal
+  links with unknown types, to themselves or outside the window's answer are dropped; indices are remapped
+  to document positions (``position`` runs over the whole document).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from ..errors import EmptyExtractionError
+from ..models import EntityType, LinkType, Network
+from .base import CausalRelation, ExtractedEntity, ExtractedFact
+from .dates import annotate_relative, occurrence
+from .fact_schema import _Fact
+from .windows import ExtractionWindow, WindowLine
+
+__all__ = ["ChunkResult", "Draft", "Rejected", "assemble", "validate"]
+
+_MIN_FACT_CHARS = 8
+# Word-set Jaccard at or above which two facts of one answer count as the same fact. Numbers are words
+# here, so "on 7 May" and "on 14 May" versions of a short fact stay apart.
+_NEAR_DUPLICATE = 0.85
+
+_STOPWORDS_TEXT = """the a an and or but of to in on at for with from by about as is are was were be
+been being it its this that these those he she they them his her their i me my we our you your so very just
+really also too have has had do did does not no yes what when where who how which would could should will can
+there then than some any all one get got like well"""
+_STOPWORDS = frozenset(_STOPWORDS_TEXT.split())
+_PRONOUNS = frozenset({"me", "i", "you", "he", "she", "they", "we", "it", "him", "her", "them", "us"})
+# Not entities: pronouns and role names would link every fact of every conversation together.
+_GENERIC_PEOPLE = _PRONOUNS | {"user", "assistant", "system", "ai", "bot", "human", "unknown", "speaker"}
+_AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent"})
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
+
+
+@dataclass
+class Draft:
+    """A validated fact of one window, before document positions are assigned."""
+
+    fact: ExtractedFact
+    rels: list[tuple[int, LinkType]]  # targets are indices into the window's raw answer
+
+
+@dataclass
+class ChunkResult:
+    """The drafts of one window's answer and how the answer's indices map onto them."""
+
+    drafts: list[Draft]
+    local_index: dict[int, int]  # raw answer index -> index into drafts (duplicates share one)
+    raw: str
+    duplicates: int = 0
+
+    @property
+    def looped(self) -> bool:
+        """The model mostly repeated itself (a degenerate loop worth one more try)."""
+        return self.duplicates >= 2 and self.duplicates >= len(self.drafts)
+
+
+class Rejected(Exception):
+    """An answer that parsed but failed the extractor's own validation."""
+
+
+def validate(answer: BaseModel, chunk: ExtractionWindow, raw: str) -> ChunkResult:
+    """Turn one parsed answer into drafts; raise ``Rejected`` when it has facts but none usable."""
+    facts: list[_Fact] = list(getattr(answer, "facts", []))
+    by_id: dict[str, WindowLine] = {}
+    for line in chunk.lines:
+        if line.msg_id is not None:
+            by_id.setdefault(_norm_id(line.msg_id), line)
+    drafts: list[Draft] = []
+    local_index: dict[int, int] = {}
+    seen_words: list[frozenset[str]] = []
+    duplicates = 0
+    problems: list[str] = []
+    for i, item in enumerate(facts):
+        text = " ".join(item.text.split())
+        if len(text) < _MIN_FACT_CHARS or not re.search(r"[A-Za-z]", text):
+            problems.append(f"fact {i} has empty or meaningless text")
+            continue
+        words = frozenset(re.findall(r"\w+", text.lower()))
+        twin = next((k for k, seen in enumerate(seen_words) if _jaccard(words, seen) >= _NEAR_DUPLICATE), None)
+        if twin is not None:
+            # Small models repeat themselves, often with one word swapped ("with their mom", "... dad"):
+            # keep the first copy; relations to a copy point at the kept fact.
+            local_index[i] = twin
+            duplicates += 1
+            continue
+        local_index[i] = len(drafts)
+        seen_words.append(words)
+        drafts.append(_draft(item, text, chunk, by_id))
+    if facts and not drafts:
+        raise Rejected("; ".join(problems[:3]))
+    return ChunkResult(drafts, local_index, raw, duplicates)
+
+
+def _draft(item: _Fact, text: str, chunk: ExtractionWindow, by_id: dict[str, WindowLine]) -> Draft:
+    # Sources: only ids of this window's messages; the earlier context line and inventions are dropped.
+    lines: list[WindowLine] = []
+    for src in item.src:
+        line = by_id.get(_norm_id(src))
+        if line is not None and line not in lines:
+            lines.append(line)
+    if not lines:
+        lines = _attribute(text, item, chunk)
+    lines.sort(key=lambda ln: ln.index)
+    mentioned = min(ln.time for ln in lines)
+    sources = list(dict.fromkeys(ln.msg_id for ln in lines if ln.msg_id is not None))
+    start, end = occurrence(text, item.start, item.end, mentioned)
+
+    network = Network(item.net)
+    if network is not Network.WORLD and not _agent_voice(text, lines):
+        # Experience and opinion belong to the agent itself; small models also tag a *person's*
+        # experiences and views that way, which are world facts about that person.
+        network = Network.WORLD
+    confidence: float | None = None
+    if network is Network.OPINION:
+        conf = item.conf / 100 if 1 < item.conf <= 100 else item.conf  # "80" meant 80%
+        confidence = min(1.0, max(0.0, conf)) if conf > 0 else 0.5  # unstated: neither sure nor unsure
+
+    participants = _dedupe(p for p in item.who if p.strip().lower() not in _PRONOUNS)
+    if not participants:  # the speakers of the source messages are involved by default
+        participants = _dedupe(ln.speaker for ln in lines if ln.speaker.lower() != "unknown")
+    fact = ExtractedFact(
+        text=annotate_relative(text, mentioned),
+        network=network,
+        occurred_start=start,
+        occurred_end=end,
+        mentioned_at=mentioned,
+        entities=_entities(item, participants),
+        participants=participants,
+        sources=sources,
+        confidence=confidence,
+    )
+    return Draft(fact, [(rel.to, LinkType(rel.type)) for rel in item.rel])
+
+
+def _entities(item: _Fact, participants: list[str]) -> list[ExtractedEntity]:
+    """The fact's named entities without pronouns or role names, plus its participants as people."""
+    entities: list[ExtractedEntity] = []
+    names: set[str] = set()
+    for ent in item.ents:
+        name = " ".join(ent.name.split())
+        if not name or name.lower() in _GENERIC_PEOPLE or name.casefold() in names:
+            continue
+        names.add(name.casefold())
+        entities.append(ExtractedEntity(name=name, type=EntityType(ent.type)))
+    for person in participants:  # participants are people the graph should know about
+        if person.casefold() not in names and person.lower() not in _GENERIC_PEOPLE:
+            names.add(person.casefold())
+            entities.append(ExtractedEntity(name=person, type=EntityType.PERSON))
+    return entities
+
+
+def _attribute(text: str, item: _Fact, chunk: ExtractionWindow) -> list[WindowLine]:
+    """Most likely source lines of a fact that cited none validly (lexical overlap, speaker bonus)."""
+    words = _content_words(" ".join([text, *item.who, *(e.name for e in item.ents)]))
+    lowered = text.lower()
+    scores = []
+    for line in chunk.lines:
+        score: float = len(words & _content_words(line.text))
+        if line.speaker.lower() not in _GENERIC_PEOPLE and line.speaker.lower() in lowered:
+            score += 0.5
+        scores.append(score)
+    best = max(scores)
+    if best < 1:  # no real overlap: the fact came from this window, but we cannot say which message
+        return list(chunk.lines)
+    return [line for line, score in zip(chunk.lines, scores, strict=True) if score == best][:3]
+
+
+def assemble(
+    chunks: Sequence[ExtractionWindow], results: Sequence[ChunkResult | None], raws: Sequence[str], llm_name: str
+) -> list[ExtractedFact]:
+    """The document's facts in window order, with document positions and remapped causal links.
+
+    Raises ``EmptyExtractionError`` (with every raw answer) when non-empty windows yielded no fact at all.
+    """
+    facts: list[ExtractedFact] = []
+    for result in results:
+        if result is None:
+            continue
+        offset = len(facts)
+        for k, draft in enumerate(result.drafts):
+            position = offset + k
+            causal: list[CausalRelation] = []
+            for target, kind in draft.rels:
+                local = result.local_index.get(target)
+                if local is None or local == k:
+                    continue  # out of range, a rejected fact, or the fact itself
+                relation = CausalRelation(target=offset + local, type=kind)
+                if relation not in causal:
+                    causal.append(relation)
+            facts.append(draft.fact.model_copy(update={"position": position, "causal": causal}))
+    if chunks and not facts:
+        raise EmptyExtractionError(
+            f"LLM extraction produced zero facts from {sum(len(c.lines) for c in chunks)} non-empty "
+            f"message line(s) in {len(chunks)} window(s) with {llm_name}",
+            raw_output="\n".join(raws) if raws else None,
+        )
+    return facts
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in _STOPWORDS}
+
+
+def _norm_id(value: str) -> str:
+    return re.sub(r"\s+", "", value.strip().strip("[]()").strip()).casefold()
+
+
+def _agent_voice(text: str, lines: list[WindowLine]) -> bool:
+    """Whether a fact can be the agent's own: written in the first person or said by the assistant."""
+    return bool(_FIRST_PERSON.search(text)) or any(ln.speaker.lower() in _AGENT_ROLES for ln in lines)
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    return len(a & b) / len(a | b) if a or b else 1.0
+
+
+def _dedupe(values: Iterable[object]) -> list[str]:
+    out: list[str] = []
+    seen: set[str] = set()
+    for value in values:
+        name = " ".join(str(value).split())
+        if name and name.casefold() not in seen:
+            seen.add(name.casefold())
+            out.append(name)
+    return out

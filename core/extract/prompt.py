@@ -1,0 +1,118 @@
+"""The LLM extractor's prompt: rules, a guide to the short JSON keys, two worked examples, and the window.
+
+Layout of one call::
+
+    system: rules (2-5 narrative facts per exchange, names not pronouns, dates only when stated)
+            + a guide to the short JSON keys + two worked examples unrelated to any data set
+    user:   Reference time: 2023-05-08 13:56 UTC (Monday)
+            Context: <caller context, optional, truncated>
+            Earlier message, for pronouns only: [D1:2] (2023-05-08 13:55) Melanie: ...
+            Messages:
+            [D1:3] (2023-05-08 13:56) Caroline: I went to a LGBTQ support group yesterday ...
+            ...
+            Return the facts as JSON.
+
+The "earlier message" is the previous window's last message, shown (truncated) so that "she"/"that" at the
+start of a window can be resolved; it is never a valid source of this window's facts.
+"""
+
+from __future__ import annotations
+
+import json
+
+from .windows import ExtractionWindow, fmt_time
+
+__all__ = ["NOTE_RESERVE", "default_count_tokens", "system_prompt", "user_prompt"]
+
+NOTE_RESERVE = 60
+"""Tokens reserved for the corrective note added on retries, so a retried prompt still fits the budget."""
+
+_MAX_PREVIOUS_CHARS = 300
+
+# The worked examples deliberately share nothing with real data sets (small models copy examples); the
+# second one shows that a fact without a stated time gets no date.
+_EXAMPLE_MESSAGES = (
+    "[S2:5] (2024-03-11 09:10) Tom: My sister Ana started at Google last week, she's thrilled.\n"
+    "[S2:6] (2024-03-11 09:12) Lea: Congrats to her! I love hiking with my dog Max."
+)
+_EXAMPLE_FACTS = (
+    {
+        "text": "Tom's sister Ana started working at Google in the week of 4 March 2024 and is thrilled.",
+        "src": ["S2:5"],
+        "net": "world",
+        "start": "2024-03-04",
+        "end": "2024-03-10",
+        "conf": 0,
+        "who": ["Tom", "Ana"],
+        "ents": [{"name": "Ana", "type": "PERSON"}, {"name": "Google", "type": "ORGANIZATION"}],
+        "rel": [],
+    },
+    {
+        "text": "Lea loves hiking with her dog Max.",
+        "src": ["S2:6"],
+        "net": "world",
+        "start": "",
+        "end": "",
+        "conf": 0,
+        "who": ["Lea"],
+        "ents": [{"name": "Lea", "type": "PERSON"}, {"name": "Max", "type": "OTHER"}],
+        "rel": [],
+    },
+)
+
+_SYSTEM_PROMPT = """You turn conversation messages into facts for a long-term memory.
+Rules:
+- Write 2-5 facts per exchange (a message and its replies), at most {max_facts} in all. Cover every \
+message that tells something: events, plans, feelings, preferences, relationships. Skip greetings and \
+small talk.
+- Each fact is one self-contained sentence about what a person did, plans, thinks or feels. Credit the \
+speaker who said it, not the listener. Use names, never "I", "you", "she". Keep details (places, \
+numbers, reasons).
+- Give a date only when the message says when it happened: turn "yesterday", "last week" etc. into \
+dates using the message date. Otherwise leave start and end "".
+- Use only what the messages say.
+Fields:
+- text: the fact.
+- src: ids of the messages it comes from, copied from the [brackets].
+- net: "world" for facts about people and the world (the usual case); "experience" only for what the \
+assistant (the AI whose memory this is) did itself, written as "I ..."; "opinion" only for a belief the \
+assistant holds.
+- start, end: YYYY-MM-DD or "".
+- conf: confidence of an opinion, 0 to 1; 0 otherwise.
+- who: people involved.
+- ents: named people, organizations, places, products and concepts, with their type.
+- rel: causal links to other facts of your answer by 0-based index, type causes, caused_by, enables or \
+prevents.
+Example messages:
+{example_messages}
+Example facts:
+{example_facts}"""
+
+
+
+def system_prompt(max_facts: int) -> str:
+    """The system message: rules, field guide and worked examples, for answers of at most ``max_facts``."""
+    return _SYSTEM_PROMPT.format(
+        max_facts=max_facts,
+        example_messages=_EXAMPLE_MESSAGES,
+        example_facts="\n".join(json.dumps(f, separators=(",", ":")) for f in _EXAMPLE_FACTS),
+    )
+
+
+def user_prompt(chunk: ExtractionWindow, note: str | None = None) -> str:
+    """The user message of one window (``note`` is the corrective text added on retries)."""
+    ref = chunk.reference
+    parts = [f"Reference time: {fmt_time(ref)} UTC ({ref:%A})"]
+    if chunk.context:
+        parts.append(f"Context: {chunk.context}")
+    if chunk.previous is not None:
+        parts.append("Earlier message, for pronouns only: " + chunk.previous.render(max_chars=_MAX_PREVIOUS_CHARS))
+    parts.append("Messages:")
+    parts.extend(line.render() for line in chunk.lines)
+    parts.append(note or "Return the facts as JSON.")
+    return "\n".join(parts)
+
+
+def default_count_tokens(text: str) -> int:
+    """Cheap token estimate (about four characters per token) when no tokenizer is given."""
+    return (len(text) + 3) // 4
