@@ -74,3 +74,28 @@ def test_exact_search_orders_ties_by_id_and_filters() -> None:
     bank.delete(["b"])
     assert [i for i, _ in bank.search(np.array([1.0, 0.0]), 2)[0]] == ["e", "d"]
     assert sorted(bank.vectors_of(["a", "zz", "e"])) == ["a", "e"]
+
+
+def test_concurrent_first_use_loads_a_bank_once() -> None:
+    """Recall's channels ask for the same bank at once: the vectors are read once, and every caller gets them."""
+    import threading
+    import time
+
+    from hindsight_core.stores.exact_vectors import BankVectors, ExactCache
+
+    cache = ExactCache()
+    loads = []
+
+    def load() -> BankVectors:
+        loads.append(1)
+        time.sleep(0.2)  # a slow read, during which the other callers arrive
+        return BankVectors(["a"], np.array([[1.0, 0.0]], dtype=np.float32), [{}])
+
+    got: list[BankVectors | None] = []
+    threads = [threading.Thread(target=lambda: got.append(cache.get("b", lambda: 1, load))) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(loads) == 1 and len(got) == 4 and all(g is got[0] and g is not None for g in got)
+    assert cache.get("b", lambda: 1, load) is got[0] and len(loads) == 1

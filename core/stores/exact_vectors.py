@@ -142,17 +142,31 @@ class ExactCache:
         self.max_total = max_total
         self._banks: OrderedDict[str, BankVectors | None] = OrderedDict()  # None: too large, use HNSW
         self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}
 
     def get(self, bank_id: str, size: Callable[[], int], load: Callable[[], BankVectors]) -> BankVectors | None:
-        """The bank's vectors (loaded on first use), or None when the bank is too large to keep."""
+        """The bank's vectors (loaded on first use), or None when the bank is too large to keep.
+
+        One load per bank: recall's channels ask concurrently, and two loads of the same bank would each read
+        every vector (the first recall after opening a 10k bank took twice as long).
+        """
         with self._lock:
             if bank_id in self._banks:
                 self._banks.move_to_end(bank_id)
                 return self._banks[bank_id]
-        if self.max_bank <= 0 or size() > self.max_bank:
-            found: BankVectors | None = None
-        else:
-            found = load()
+            loading = self._loading.setdefault(bank_id, threading.Lock())
+        with loading:
+            with self._lock:
+                if bank_id in self._banks:  # loaded by the thread this one waited for
+                    self._banks.move_to_end(bank_id)
+                    return self._banks[bank_id]
+            try:
+                return self._keep(bank_id, None if self.max_bank <= 0 or size() > self.max_bank else load())
+            finally:
+                with self._lock:
+                    self._loading.pop(bank_id, None)
+
+    def _keep(self, bank_id: str, found: BankVectors | None) -> BankVectors | None:
         with self._lock:
             self._banks[bank_id] = found
             self._banks.move_to_end(bank_id)
