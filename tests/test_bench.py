@@ -97,6 +97,26 @@ def test_locomo_writes_json_markdown_and_plots(locomo_run: tuple[Path, dict[str,
     assert "full by category:" in markdown and "| single-hop | 3 |" in markdown
 
 
+def test_locomo_split_selects_a_half_and_reports_each(tmp_path: Path) -> None:
+    """conv-26 is in the dev half, conv-44 in the test half: ``--split`` picks one, ``all`` reports both."""
+    data = tmp_path / "halves.json"
+    data.write_text(json.dumps([tiny_locomo("conv-26"), tiny_locomo("conv-44")]), encoding="utf-8")
+    runs = {}
+    for split in ("test", "all"):
+        out = tmp_path / split
+        assert main(["bench", "locomo", "--data", str(data), "--split", split, "--configs", "full,keyword-only",
+                     "--out", str(out), "--no-progress"]) == 0
+        runs[split] = (json.loads((out / "locomo.json").read_text()), (out / "locomo.md").read_text())
+    test, _ = runs["test"]
+    assert test["split"] == "test" and test["conversations"] == 1 and test["units"] == 8
+    assert {q["sample_id"] for q in test["per_question"]} == {"conv-44"}
+    both, markdown = runs["all"]
+    recall = both["configs"]["full"]["recall"]["R@10"]
+    assert both["configs"]["full"]["questions_per_category"]["split:dev"] == 6
+    assert recall["split:test"] == test["configs"]["full"]["recall"]["R@10"]["all"]
+    assert "By half" in markdown and "| full | test | 6 |" in markdown and "full, dev half, by category:" in markdown
+
+
 def test_locomo_runs_every_ablation_and_the_metrics_are_sane(
         locomo_run: tuple[Path, dict[str, Any], str]) -> None:
     _, result, _ = locomo_run

@@ -93,6 +93,9 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "recall's evidence coverage for the full pipeline and with each channel "
                                    "removed in turn.")
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="LoCoMo half: dev (conv-26, 30, 41, 42, 43: defaults are chosen here), test (conv-44, 47, 48, "
+                        "49, 50: the headline) or all (default; reports each half too)")
     p.add_argument("--conversations", type=positive_int, help="only the first N conversations")
     p.add_argument("--questions", type=positive_int, help="only the first N questions of each conversation")
     p.add_argument("--configs", type=name_list,

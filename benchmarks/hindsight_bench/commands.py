@@ -39,6 +39,7 @@ def cmd_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
     backends = _backends(args)
     kwargs: dict[str, Any] = {
         "limit_conversations": args.conversations, "limit_questions": args.questions, "configs": configs,
+        "split": args.split,
         "latency_every": args.latency_every, "progress": args.progress, "log": _log(args),
     }
     if len(backends) == 1:

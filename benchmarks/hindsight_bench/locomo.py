@@ -28,6 +28,19 @@ from .backends import OpenHindsight, cache_query_embeddings, open_embedded, real
 from .metrics import coverage, latency_stats, mean_percent
 from .report import bar_plot, line_plot, md_table, run_info, write_json, write_text
 
+# The honest protocol: defaults are chosen on the dev half only; the test half is the headline.
+SPLITS: dict[str, tuple[str, ...]] = {
+    "dev": ("conv-26", "conv-30", "conv-41", "conv-42", "conv-43"),
+    "test": ("conv-44", "conv-47", "conv-48", "conv-49", "conv-50"),
+}
+"""LoCoMo split by conversation: the first five are the dev half, the last five the test half."""
+
+
+def split_of(sample_id: str) -> str:
+    """``dev`` or ``test`` for a LoCoMo conversation id (``other`` for one outside both halves)."""
+    return next((name for name, ids in SPLITS.items() if sample_id in ids), "other")
+
+
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 TOP_K = (5, 10, 25, 50)
 BUDGETS = (500, 1000, 2000)
@@ -54,10 +67,14 @@ class ConfigResult:
     scores: dict[str, dict[str, list[float]]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(list)))
     latencies_ms: list[float] = field(default_factory=list)
 
-    def add(self, category: str, metric: str, value: float) -> None:
-        """Record one question's score under its category and overall."""
+    def add(self, category: str, metric: str, value: float, split: str | None = None) -> None:
+        """Record one question's score under its category, overall, and (given) under ``split:<name>`` and
+        ``<split>/<category>``."""
         self.scores[metric][category].append(value)
         self.scores[metric]["all"].append(value)
+        if split is not None:
+            self.scores[metric][f"split:{split}"].append(value)
+            self.scores[metric][f"{split}/{category}"].append(value)
 
     def table(self) -> dict[str, dict[str, float]]:
         """metric -> category -> mean recall in percent."""
@@ -110,6 +127,7 @@ def run_locomo(
     workdir: str | Path | None = None,
     limit_conversations: int | None = None,
     limit_questions: int | None = None,
+    split: str = "all",
     configs: dict[str, tuple[str, ...] | None] | None = None,
     latency_every: int = 10,
     progress: bool = True,
@@ -130,6 +148,10 @@ def run_locomo(
     from tqdm import tqdm
 
     data = json.loads(Path(data_path).read_text(encoding="utf-8"))
+    if split != "all":
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; use dev, test or all")
+        data = [s for s in data if s["sample_id"] in SPLITS[split]]
     if limit_conversations:
         data = data[:limit_conversations]
     configs = configs or CONFIGS
@@ -149,6 +171,7 @@ def run_locomo(
             bar = tqdm(total=total_q, desc=f"locomo [{backend}]", unit="q", disable=not progress)
             for sample in data:
                 bank_id = f"locomo-{sample['sample_id']}"
+                part = split_of(sample["sample_id"])
                 if bank_id in {b.id for b in hs.banks()}:
                     hs.delete_bank(bank_id)
                 bank = hs.bank(bank_id)
@@ -177,7 +200,7 @@ def run_locomo(
                                 and set(ALL_CHANNELS) - enabled <= empty_in_full):
                             # Removing only channels that returned nothing leaves fusion unchanged: same ranking.
                             for metric, value in full_metrics.items():
-                                results[name].add(category, metric, value)
+                                results[name].add(category, metric, value, part)
                             continue
                         if name == "full" or n_questions % max(1, latency_every) == 1 or latency_every <= 1:
                             with real_embeddings(cache):  # timed as a user's recall: embedding included
@@ -190,14 +213,15 @@ def run_locomo(
                         mems = rec.memories
                         metrics = question_metrics(mems, evidence, count)
                         for metric, value in metrics.items():
-                            results[name].add(category, metric, value)
+                            results[name].add(category, metric, value, part)
                         if channels is None and rec.trace is not None:
                             sizes = rec.trace.channel_sizes
                             empty_in_full = {c for c in ALL_CHANNELS if not sizes.get(c)}
                             full_metrics = metrics
                         if name == "full":
                             per_question.append({
-                                "sample_id": sample["sample_id"], "question": query, "category": category,
+                                "sample_id": sample["sample_id"], "split": part, "question": query,
+                                "category": category,
                                 "evidence": sorted(evidence),
                                 "first_evidence_rank": first_evidence_rank(mems, evidence),
                                 "R@10": coverage(evidence, (m.sources for m in mems[:10])),
@@ -210,6 +234,7 @@ def run_locomo(
         "benchmark": "locomo",
         "backend": backend,
         "dataset": str(data_path),
+        "split": split,
         "conversations": len(data),
         "questions": n_questions,
         "units": n_units,
@@ -286,6 +311,23 @@ def format_tables(result: dict[str, Any]) -> str:
                      lat.get("median"), lat.get("p95"), lat.get("n")])
     rows.append(["DRAGON (published)", *(DRAGON.get(m) for m in metrics), None, None, None])
     lines += md_table(["config", *metrics, f"median ms ({LATENCY_BUDGET} tok)", "p95 ms", "timed"], rows)
+    splits = [s for s in (*SPLITS, "other") if f"split:{s}" in next(iter(result["configs"].values()))["recall"].get(
+        metrics[0], {})]
+    if splits:
+        lines += ["", "By half (defaults are chosen on dev; test is the headline):", ""]
+        split_rows = [[name, s, cfg.get("questions_per_category", {}).get(f"split:{s}"),
+                       *(cfg["recall"][m].get(f"split:{s}") for m in metrics)]
+                      for s in splits for name, cfg in result["configs"].items()]
+        lines += md_table(["config", "half", "n", *metrics], split_rows)
+        full = result["configs"].get("full")
+        if full is not None:
+            for s in splits:
+                cats = [c for c in (*CATEGORIES.values(), "other") if f"{s}/{c}" in full["recall"][metrics[0]]]
+                counts = full.get("questions_per_category", {})
+                lines += ["", f"full, {s} half, by category:", ""]
+                lines += md_table(["category", "n", *metrics],
+                                  [[c, counts.get(f"{s}/{c}"), *(full["recall"][m][f"{s}/{c}"] for m in metrics)]
+                                   for c in cats])
     for name, cfg in result["configs"].items():
         lines += ["", f"{name} by category:", ""]
         cats = [c for c in (*CATEGORIES.values(), "other", "all") if c in cfg["recall"][metrics[0]]]
