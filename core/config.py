@@ -36,7 +36,9 @@ class LinkSettings(BaseModel):
 class RecallSettings(BaseModel):
     """Channel sizes, fusion and graph traversal of recall (paper 4.2)."""
 
-    rrf_k: int = Field(60, ge=1)
+    # 30 rather than the usual 60: the channels' top ranks deserve more of the vote. Chosen on LoCoMo's dev half
+    # (R@10 76.8 at 60, 77.7 at 30, 78.2 at 10; 30 kept as the less extreme of the two that helped).
+    rrf_k: int = Field(30, ge=1, description="k of reciprocal rank fusion: each rank r counts 1 / (k + r)")
     semantic_k: int = Field(100, ge=1, description="candidates from the semantic channel")
     keyword_k: int = Field(100, ge=1, description="candidates from the keyword channel")
     temporal_k: int = Field(100, ge=1, description="candidates from the temporal channel")
@@ -93,5 +95,8 @@ class Settings(BaseModel):
     cara: CaraSettings = Field(default_factory=CaraSettings)
     leases: LeaseSettings = Field(default_factory=LeaseSettings)
     raw_window: int = Field(1, ge=1, description="messages per unit in retain(extract=False)")
-    embed_time_reference: bool = Field(True, description="append a readable date to embedded text")
+    embed_time_reference: bool = Field(True, description="prefix embedded text with a readable date")
+    embed_reply_context: bool = Field(
+        True, description="embed a unit with the question it answers (the unit before it, when that one asks)"
+    )
     max_document_chars: int = Field(2_000_000, ge=1, description="larger inputs are rejected")

@@ -26,7 +26,7 @@ def reconcile_bank(
     orphans = sorted(vector_ids - unit_ids)
     for i in range(0, len(missing), 512):
         units = store.get_units(bank_id, missing[i : i + 512])
-        index_units(index, embedder, bank_id, units, settings.embed_time_reference)
+        index_units(store, index, embedder, bank_id, units, settings.embed_time_reference, settings.embed_reply_context)
     if orphans:
         index.delete(bank_id, orphans)
     if missing or orphans:

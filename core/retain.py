@@ -29,7 +29,7 @@ from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
 from .links import build_links
 from .models import Document, DocumentKind, DocumentStatus, Memory, Message, OpinionEvent, RetainResult, utcnow
 from .stores.base import BankStore, DocumentStore, EntityStore, UnitBatch, UnitStore, VectorIndex, VectorMarks
-from .unit_text import embedding_text, search_contexts, timed_text, vector_metadata
+from .unit_text import embedding_texts, search_contexts, timed_text, vector_metadata
 from .validation import When
 from .vector_sync import VectorSync
 
@@ -185,7 +185,8 @@ class RetainPipeline:
 
             if vectors is None or len(vectors) != len(units):
                 t = time.perf_counter()
-                vectors = self.embedder.embed([embedding_text(u, self.settings.embed_time_reference) for u in units])
+                vectors = self.embedder.embed(embedding_texts(units, self.settings.embed_time_reference,
+                                                              self.settings.embed_reply_context))
                 timings["embed_ms"] = _ms(t)
 
             t = time.perf_counter()
@@ -269,12 +270,15 @@ class RetainPipeline:
         extractor = self._llm_extractor() if extract else self.raw_extractor
         if not isinstance(extractor, ExtractorWithWork):
             return extractor.extract(messages, document_time=when, context=context), None
-        with_time = self.settings.embed_time_reference
+        with_time, reply = self.settings.embed_time_reference, self.settings.embed_reply_context
         return extractor.extract_alongside(
             messages,
-            # As store_facts would embed them: the unit's time is occurred_start, else mentioned_at, else the doc's.
+            # As store_facts would embed them: the unit's time is occurred_start, else mentioned_at, else the doc's;
+            # each fact with the one before it (a reply with its question).
             lambda facts: self.embedder.embed([
-                timed_text(f.text, f.occurred_start or f.mentioned_at or doc.timestamp, with_time) for f in facts
+                timed_text(f.text, f.occurred_start or f.mentioned_at or doc.timestamp, with_time,
+                           facts[i - 1].text if reply and i > 0 else None)
+                for i, f in enumerate(facts)
             ]),
             document_time=when, context=context,
         )

@@ -20,7 +20,7 @@ import numpy as np
 from .config import Settings
 from .embedding import Embedder
 from .stores.base import BankStore, UnitStore, VectorIndex, VectorMarks
-from .unit_text import embedding_text, vector_metadata
+from .unit_text import stored_embedding_texts, vector_metadata
 
 log = logging.getLogger(__name__)
 
@@ -140,10 +140,11 @@ class VectorSync:
         units = self.store.get_units(bank_id, ids)
         present = {u.id for u in units}
         gone = [i for i in ids if i not in present]
-        with_time = self.settings.embed_time_reference
+        with_time, reply = self.settings.embed_time_reference, self.settings.embed_reply_context
         for i in range(0, len(units), 256):
             chunk = units[i : i + 256]
-            vectors = np.asarray(self.embedder.embed([embedding_text(u, with_time) for u in chunk]))
+            vectors = np.asarray(self.embedder.embed(stored_embedding_texts(self.store, bank_id, chunk, with_time,
+                                                                            reply)))
             self.index.upsert(bank_id, [u.id for u in chunk], vectors, [vector_metadata(u) for u in chunk])
         if gone:
             self.index.delete(bank_id, gone)

@@ -11,7 +11,7 @@ import pytest
 from hindsight_core import Hindsight
 from hindsight_core.extract.raw_extractor import RawExtractor
 from hindsight_core.models import Document, Message
-from hindsight_core.unit_text import embedding_text
+from hindsight_core.unit_text import embedding_texts
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 LINES = ["I moved to Lisbon last week with Ana.", "Ana starts at Google in Porto on Monday!", "ok", "   ",
@@ -41,7 +41,7 @@ def test_raw_retain_vectors_are_the_units_embedding_texts(tmp_path: Path) -> Non
         facts, vectors = hs.retainer.extract(doc, _messages(20), None, extract=False)
         assert vectors is not None and vectors.shape == (len(facts), hs.embedder.dimension)
         units = [hs.retainer._unit("b", doc, f, None) for f in facts]
-        expected = hs.embedder.embed([embedding_text(u) for u in units])
+        expected = hs.embedder.embed(embedding_texts(units))
         assert np.allclose(vectors, expected, atol=1e-6)
         res = hs.bank("b").retain(_messages(20), extract=False, background=False, document_id="d2")
         assert "extract_embed_ms" in res.timings_ms and "embed_ms" not in res.timings_ms
