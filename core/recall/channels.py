@@ -28,6 +28,10 @@ class RecallStore(SearchStore, UnitStore, Protocol):
     """What recall reads from the graph store: keyword and time search, units, their links and which exist."""
 
 
+MIN_KEYWORD_SCORE = 1e-3
+"""A BM25 score below this comes from floored IDFs only (each such word adds at most 1e-6 * (k1 + 1))."""
+
+
 def keyword(
     store: SearchStore,
     bank_id: str,
@@ -37,10 +41,17 @@ def keyword(
     time_range: TimeRange | None,
     context_weight: float = 0.5,
 ) -> list[tuple[str, float]]:
-    """BM25 over unit text and its neighbours' text (down-weighted)."""
-    return store.keyword_search(
+    """BM25 over unit text and its neighbours' text (down-weighted).
+
+    Hits scoring (nearly) zero are dropped: they matched only words that half the bank contains (BM25 floors such
+    words' IDF at 1e-6, e.g. the speaker's name in every other message), so their order says nothing, yet in the
+    fusion they would outrank the semantic channel's good hits ("What does Maya like to drink?" matched only
+    "Maya").
+    """
+    hits = store.keyword_search(
         bank_id, query, k, networks=networks, time_range=time_range, context_weight=context_weight
     )
+    return [(i, score) for i, score in hits if score > MIN_KEYWORD_SCORE]
 
 
 def temporal(
