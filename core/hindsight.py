@@ -12,7 +12,7 @@ from typing import Any
 
 from .bank import Bank
 from .config import Settings
-from .embedding import Embedder, SentenceTransformerEmbedder
+from .embedders import Embedder, make_embedder
 from .engine import Lazy, wire
 from .errors import BankNotFoundError, InvalidInputError, StoreError
 from .extract.base import Extractor
@@ -45,7 +45,7 @@ class Hindsight:
         store: GraphStore,
         index: VectorIndex,
         *,
-        embedder: Embedder | None = None,
+        embedder: Embedder | str | None = None,
         llm: LLM | None = None,
         extractor: Extractor | None = None,
         settings: Settings | None = None,
@@ -57,13 +57,18 @@ class Hindsight:
     ) -> None:
         """Run over open stores; ``Hindsight.open`` opens them from paths or URLs and is the usual way in.
 
+        ``embedder`` is an ``Embedder`` or a name: ``"minilm"`` (the default: all-MiniLM-L6-v2, documents in
+        float32, queries with its int8 ONNX twin), ``"minilm-fp32"``, ``"minilm-int8"`` or ``"mpnet"``
+        (all-mpnet-base-v2: stronger, several times the embedding cost; assembled into the cache on first use).
+        None takes ``$HINDSIGHT_EMBEDDER``, else ``"minilm"``. Each bank records the embedder that built it and
+        refuses to open with another (``EmbedderMismatchError``); the MiniLM variants are one vector space.
         ``llm`` serves extraction, reflect and background work (default: the environment's endpoint or the
         bundled local model, loaded on first use); ``extractor`` replaces the LLM extractor used by
         ``retain(extract=True)`` (any ``Extractor``; e.g. an ``LLMExtractor`` with other tunables).
         """
         self.store = store
         self.index = index
-        self.embedder: Embedder = embedder or SentenceTransformerEmbedder()
+        self.embedder: Embedder = make_embedder(embedder)
         self.settings = settings or Settings()
         self._llm = Lazy(lambda: llm if llm is not None else _default_llm())
         self._recover_lock = threading.Lock()
@@ -171,11 +176,14 @@ class Hindsight:
         and ``vectors="env"`` the Chroma server from ``CHROMA_HOST``/``CHROMA_PORT``. An unreachable server or
         rejected credentials raise ``StoreError`` naming what was tried.
         Other keyword arguments go to the constructor (``embedder``, ``llm``, ``extractor``, ``settings``,
-        ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``).
+        ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``); ``embedder="mpnet"``
+        selects the stronger embedder for this store (or ``HINDSIGHT_EMBEDDER=mpnet``), see the constructor.
         """
         from .stores.chroma import ChromaVectorIndex
         from .stores.sqlite import SQLiteGraphStore
 
+        # Before any store opens: an unknown name or a missing package fails with nothing left to close.
+        kwargs["embedder"] = make_embedder(kwargs.get("embedder"))
         root = Path(path) if path is not None else None
         # The vector index first: a Chroma server that cannot be reached then leaves no open Bolt driver.
         if vectors == "env":

@@ -42,3 +42,10 @@ def test_small_batch_thread_setting_stays_in_the_calling_thread() -> None:
     worker.start()
     worker.join()
     assert done.is_set() and seen == [main] and torch.get_num_threads() == main
+
+
+def test_the_bundled_model_keeps_its_name_after_loading() -> None:
+    emb = SentenceTransformerEmbedder(precision="float32")
+    assert emb.model_path  # resolving the bundled path first must not make the path the recorded name
+    assert emb.name == "all-MiniLM-L6-v2" and emb.dimension == 384
+    assert SentenceTransformerEmbedder(emb.model_path).name == emb.model_path  # a given path names itself

@@ -325,6 +325,30 @@ def test_a_relative_phrase_in_the_fact_beats_a_copied_message_date(start: str, e
     assert fact.text == "Caroline went to a support group yesterday (7 May 2023)."
 
 
+@pytest.mark.parametrize(("start", "end"), [("2023-05-25", "2023-05-26"), ("2023-05-13", ""), ("sometime", "")])
+def test_a_relative_phrase_in_the_fact_beats_model_dates_that_contradict_it(start: str, end: str) -> None:
+    # LoCoMo conv-26 D2:1, said on Thursday 25 May 2023; Qwen2.5-1.5B answered 25-26 May for "last Saturday",
+    # and the unit read "last Saturday (20 May 2023)" while its occurrence said 25-26 May.
+    said = datetime(2023, 5, 25, 13, 14, tzinfo=UTC)
+    msgs = [Message(id="D2:1", speaker="Melanie", timestamp=said,
+                    text="I ran a charity race for mental health last Saturday - it was really rewarding.")]
+    answer = _answer(_fact("Melanie ran a charity race for mental health last Saturday.", ["D2:1"],
+                           start=start, end=end))
+    (fact,) = LLMExtractor(ScriptedLLM([answer])).extract(msgs, document_time=said)
+    assert (fact.occurred_start, fact.occurred_end) == (
+        datetime(2023, 5, 20, tzinfo=UTC), datetime(2023, 5, 20, 23, 59, 59, tzinfo=UTC)
+    )
+    assert fact.text == "Melanie ran a charity race for mental health last Saturday (20 May 2023)."
+
+
+def test_model_dates_within_a_period_the_fact_names_are_kept() -> None:
+    answer = _answer(_fact("Melanie took her kids to a pottery workshop last week.", ["D1:2"], start="2023-05-03"))
+    (fact,) = LLMExtractor(ScriptedLLM([answer])).extract(_msgs(), document_time=T0)
+    assert (fact.occurred_start, fact.occurred_end) == (
+        datetime(2023, 5, 3, tzinfo=UTC), datetime(2023, 5, 3, 23, 59, 59, tzinfo=UTC)
+    )  # more precise than "last week" (1-7 May) and inside it
+
+
 def test_a_plan_resolves_forwards_in_dates_and_text() -> None:
     answer = _answer(
         _fact("Caroline is going to Paris in June.", ["D1:1"]),
@@ -470,6 +494,66 @@ def test_a_fact_citing_only_the_previous_context_message_is_reattributed() -> No
     facts = LLMExtractor(llm, chunk_messages=8).extract(msgs, document_time=T0)
     assert facts[-1].sources and "D1:8" not in facts[-1].sources
     assert set(facts[-1].sources) <= {f"D1:{i}" for i in range(9, 17)}
+
+
+def test_a_fact_restating_the_previous_context_message_is_credited_to_it() -> None:
+    # LoCoMo conv-26 session 3: Qwen2.5-1.5B, shown D3:8 "for pronouns only", extracted it again citing
+    # [D3:8] (which was re-attributed to D3:9/D3:10, messages that do not say it) or [D3:8, D3:9, D3:10].
+    said = datetime(2023, 6, 9, 19, 55, tzinfo=UTC)
+    texts = [
+        ("Caroline", "Your words mean a lot to me. I'm grateful for the chance to share my story and give "
+                     "others hope."),
+        ("Melanie", "Thanks, Caroline, for letting me join your journey. I'm so proud to be part of the difference "
+                    "you're making."),
+        ("Caroline", "Yeah Mel, let's spread love and understanding! Thanks for the support and encouragement."),
+        ("Melanie", "Yes, Caroline! We can do it. Your courage is inspiring. What motivates you?"),
+    ]
+    msgs = [Message(id=f"D3:{i}", speaker=who, text=text, timestamp=said)
+            for i, (who, text) in enumerate(texts, start=7)]
+    first = _answer(_fact("Melanie thanks Caroline for letting her join the journey.", ["D3:8"]))
+    second = _answer(
+        _fact("Melanie thanks Caroline for letting her join their journey and is proud to be part of the "
+              "difference they're making.", ["D3:8"]),
+        _fact("Caroline wants to spread love and understanding and thanks Melanie for the support.",
+              ["D3:8", "D3:9", "D3:10"]),
+        _fact("Melanie is proud to be part of the difference Caroline is making.", ["D3:8", "D3:9", "D3:10"]),
+    )
+    llm = ScriptedLLM([first, second])
+    facts = LLMExtractor(llm, chunk_messages=2).extract(msgs, document_time=said)
+    assert "Earlier message, for pronouns only: [D3:8]" in llm.calls[1].user
+    assert [f.sources for f in facts] == [["D3:8"], ["D3:8"], ["D3:9", "D3:10"], ["D3:8"]]
+
+
+def test_a_fact_citing_a_neighbour_is_credited_to_the_message_that_says_it() -> None:
+    # LoCoMo conv-26 sessions 2 and 3: Qwen2.5-1.5B cited the question before an answer ([D3:10]) or the
+    # replies after it ([D2:15, D2:16]); the answers (D3:11, D2:14) were LoCoMo evidence left uncited.
+    said = datetime(2023, 6, 9, 19, 55, tzinfo=UTC)
+    texts = {
+        "D2:13": ("Melanie", "That's great, Caroline! Loving the inclusivity and support. Anything you're excited "
+                             "for in the adoption process?"),
+        "D2:14": ("Caroline", "I'm thrilled to make a family for kids who need one. It'll be tough as a single "
+                              "parent, but I'm up for the challenge!"),
+        "D2:15": ("Melanie", "You're doing something amazing! Creating a family for those kids is so lovely."),
+        "D2:16": ("Caroline", "Thanks, Melanie! Your kind words really mean a lot. I'll do my best to make sure "
+                              "these kids have a safe and loving home."),
+        "D3:10": ("Melanie", "Yes, Caroline! Your courage is inspiring. I want to be courageous for my family - they "
+                             "motivate me and give me love. What motivates you?"),
+        "D3:11": ("Caroline", "Thanks, Mel! My friends, family and mentors are my rocks - they motivate me and give "
+                              "me the strength to push on."),
+    }
+    msgs = [Message(id=i, speaker=who, text=text, timestamp=said) for i, (who, text) in texts.items()]
+    answer = _answer(
+        _fact("Caroline's friends, family and mentors are her rocks and give her the strength to push on.",
+              ["D3:10"]),
+        _fact("Melanie is excited about the adoption process and is thrilled to make a family for kids who "
+              "need one.", ["D2:15", "D2:16"]),
+        _fact("Melanie wants to be courageous for her family, and Caroline's mentors give her strength.",
+              ["D3:10", "D3:11"]),  # two messages that each say a part: left alone
+    )
+    rocks, thrilled, both = LLMExtractor(ScriptedLLM([answer])).extract(msgs, document_time=said)
+    assert rocks.sources == ["D3:11"]
+    assert thrilled.sources == ["D2:14", "D2:15", "D2:16"]  # the replies share enough words to stay
+    assert both.sources == ["D3:10", "D3:11"]
 
 
 def test_messages_without_ids_get_positional_labels_and_no_sources() -> None:

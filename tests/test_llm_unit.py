@@ -17,6 +17,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from hindsight_core import chunks as chunks_mod
 from hindsight_core.errors import LLMError
 from hindsight_core.llm import (
     LLM,
@@ -408,7 +409,7 @@ def test_ensure_gguf_marker_skips_rehash(tmp_path: Path, monkeypatch: pytest.Mon
     def no_hash(path: Path) -> str:
         raise AssertionError("a valid marker must skip hashing")
 
-    monkeypatch.setattr(local_mod, "_sha256_file", no_hash)
+    monkeypatch.setattr(chunks_mod, "sha256_file", no_hash)
     resolver = CountingResolver(files, missing={"fake-model-part2"})  # chunks are not even needed now
     assert ensure_gguf(spec, cache, resolver=resolver) == cache / "fake.gguf"
     assert resolver.calls == 0
@@ -422,13 +423,13 @@ def test_ensure_gguf_reverifies_when_mtime_changes(tmp_path: Path, monkeypatch: 
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
 
     hashed: list[Path] = []
-    real_hash = local_mod._sha256_file
+    real_hash = chunks_mod.sha256_file
 
     def spy(p: Path) -> str:
         hashed.append(p)
         return real_hash(p)
 
-    monkeypatch.setattr(local_mod, "_sha256_file", spy)
+    monkeypatch.setattr(chunks_mod, "sha256_file", spy)
     resolver = CountingResolver(files)
     assert ensure_gguf(spec, cache, resolver=resolver) == path
     assert hashed == [path]  # re-checked once, still good: not rebuilt
@@ -491,7 +492,7 @@ def test_ensure_gguf_single_chunk_used_in_place(tmp_path: Path, monkeypatch: pyt
     assert path == next(iter(files.values()))  # no copy
     assert not (cache / "fake.gguf").exists()
     assert (cache / "fake.gguf.verified.json").exists()
-    monkeypatch.setattr(local_mod, "_sha256_file", lambda p: (_ for _ in ()).throw(AssertionError("rehash")))
+    monkeypatch.setattr(chunks_mod, "sha256_file", lambda p: (_ for _ in ()).throw(AssertionError("rehash")))
     assert ensure_gguf(spec, cache, resolver=CountingResolver(files)) == path
 
 

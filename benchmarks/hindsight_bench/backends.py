@@ -74,7 +74,7 @@ class QueryEmbeddingCache:
         self.inner = inner
         self.max_items = max_items
         self.fresh = False  # True: always embed for real (and refresh the cache), e.g. while timing a recall
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[tuple[str, str], Any] = {}
 
     @property
     def name(self) -> str:
@@ -88,12 +88,21 @@ class QueryEmbeddingCache:
 
     def embed(self, texts: Any) -> Any:
         """Embeddings of ``texts``; a single text is served from (and stored in) the cache."""
+        return self._cached("embed", texts, self.inner.embed)
+
+    def embed_query(self, texts: Any) -> Any:
+        """Query embeddings by the wrapped embedder's query path (``embed_queries``), cached like ``embed``."""
+        from hindsight_core.embedders import embed_queries
+
+        return self._cached("query", texts, lambda t: embed_queries(self.inner, t))
+
+    def _cached(self, path: str, texts: Any, compute: Callable[[Any], Any]) -> Any:
         if len(texts) != 1:
-            return self.inner.embed(texts)
-        key = texts[0]
+            return compute(texts)
+        key = (path, texts[0])  # the two paths may give (slightly) different vectors for one text
         hit = None if self.fresh else self._cache.get(key)
         if hit is None:
-            hit = self.inner.embed(texts)
+            hit = compute(texts)
             if len(self._cache) >= self.max_items:
                 self._cache.pop(next(iter(self._cache)))
             self._cache[key] = hit

@@ -4,6 +4,8 @@ Usage::
 
     hindsight-bench locomo --conversations 1 --questions 20 --out results/
     hindsight-bench longmemeval|scale|qa ...   (each writes JSON, markdown and PNG plots under --out)
+    hindsight-bench embedders --embedders minilm,mpnet --out results/
+    hindsight-bench llm-vs-raw --conversations conv-26 --sessions 1 --workdir work/ --out results/
     hindsight-bench entities --split test
 
 ``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
@@ -24,8 +26,10 @@ from typing import Any
 
 from .commands import (
     BenchError,
+    cmd_embedders,
     cmd_entities,
     cmd_llm_retain,
+    cmd_llm_vs_raw,
     cmd_locomo,
     cmd_longmemeval,
     cmd_qa,
@@ -87,7 +91,7 @@ def build_parser(prog: str = "hindsight-bench") -> argparse.ArgumentParser:
 
 
 def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
-    """locomo, longmemeval and scale: what recall finds, and how fast."""
+    """locomo, longmemeval, scale and embedders: what recall finds, and how fast."""
     p = sub.add_parser("locomo", parents=[common], help="LoCoMo evidence recall at top-k and token budgets",
                        description="Retains each LoCoMo conversation raw (one unit per message) and scores "
                                    "recall's evidence coverage for the full pipeline and with each channel "
@@ -131,6 +135,22 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     _out_options(p, "scale")
     p.set_defaults(func=cmd_scale)
 
+    p = sub.add_parser("embedders", parents=[common], help="embedders' cost and semantic-only LoCoMo recall",
+                       description="Per embedder (minilm-fp32, minilm: float32 documents and int8 queries, "
+                                   "minilm-int8, mpnet): query latency, ingest throughput, and R@10 of a plain "
+                                   "cosine over LoCoMo's turns embedded as '[date] Speaker: text' and as text "
+                                   "alone, per split; the MiniLM variants' agreement with float32.")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--embedders", type=name_list,
+                   help="comma-separated variants (default: minilm-fp32, minilm, minilm-int8, mpnet)")
+    p.add_argument("--conversations", type=positive_int, help="only the first N conversations")
+    p.add_argument("--queries", type=positive_int, default=300,
+                   help="questions timed one by one for query latency (default 300)")
+    p.add_argument("--out", default="results", help="results folder for embedders.json and embedders.md "
+                                                    "(default ./results)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(func=cmd_embedders)
+
 
 def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     """qa, llm-retain and entities: answers, extraction and entity resolution."""
@@ -160,6 +180,20 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--conversation", type=int, default=0, help="conversation index (default 0)")
     p.add_argument("--session", type=positive_int, default=1, help="session number (default 1)")
     p.set_defaults(func=cmd_llm_retain)
+
+    p = sub.add_parser("llm-vs-raw", parents=[common], help="LLM-extracted facts against raw turns, same questions",
+                       description="Retains the first sessions of LoCoMo conversations raw and with the LLM "
+                                   "extractor (the local model unless HINDSIGHT_LLM_BASE_URL names one) and scores "
+                                   "evidence recall on the questions whose evidence lies in those sessions, with "
+                                   "the extraction's time, tokens, facts and the reasons for every miss.")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversations", type=name_list,
+                   help="comma-separated sample ids (default conv-26,conv-30: dev half only)")
+    p.add_argument("--sessions", type=positive_int, default=3, help="first N sessions of each (default 3)")
+    p.add_argument("--replay", help="an earlier run's --workdir: replay its recorded model answers through "
+                                    "today's extractor code instead of calling the model")
+    _out_options(p, "llm-vs-raw")
+    p.set_defaults(func=cmd_llm_vs_raw)
 
     p = sub.add_parser("entities", parents=[common], help="entity resolution: pairwise precision/recall of merges",
                        description="Replays the labelled entity-resolution scenarios (confusable names, "

@@ -86,6 +86,23 @@ def cmd_scale(args: argparse.Namespace) -> dict[str, Any] | None:
     return result if args.json else None
 
 
+def cmd_embedders(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``embedders``: each embedder's query latency, ingest throughput and semantic-only LoCoMo R@10."""
+    from .embedders import VARIANTS, run_embedders, write_embedders
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise BenchError(f"LoCoMo data not found: {data}")
+    variants = args.embedders or list(VARIANTS)
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise BenchError(f"unknown embedder(s) {unknown}; known: {', '.join(VARIANTS)}")
+    result = run_embedders(data, variants=variants, limit_conversations=args.conversations,
+                           latency_queries=args.queries, progress=args.progress, log=_log(args))
+    _report_written(args, write_embedders(args.out, result))
+    return result if args.json else None
+
+
 def cmd_qa(args: argparse.Namespace) -> dict[str, Any] | None:
     """``qa``: answers by reflect, judged correct/wrong by a second model; accuracy per category."""
     from .longmemeval import TINY_DATA
@@ -121,6 +138,23 @@ def cmd_llm_retain(args: argparse.Namespace) -> dict[str, Any] | None:
     if not data.is_file():
         raise BenchError(f"LoCoMo data not found: {data}")
     result = run_llm_retain(data, conversation=args.conversation, session=args.session, log=_log(args))
+    return result if args.json else None
+
+
+def cmd_llm_vs_raw(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``llm-vs-raw``: LoCoMo sessions retained raw and with the LLM extractor, evidence recall of both."""
+    from .llm_vs_raw import DEFAULT_CONVERSATIONS, run_llm_vs_raw, write_llm_vs_raw
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise BenchError(f"LoCoMo data not found: {data}")
+    try:
+        result = run_llm_vs_raw(data, conversations=args.conversations or DEFAULT_CONVERSATIONS,
+                                sessions=args.sessions, workdir=args.workdir, replay_from=args.replay,
+                                log=_log(args))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    _report_written(args, write_llm_vs_raw(args.out, result))
     return result if args.json else None
 
 

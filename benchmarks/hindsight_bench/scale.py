@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from hindsight_core.embedders import embed_queries
 from hindsight_core.unit_text import timed_text
 
 from .backends import OpenHindsight, open_embedded
@@ -184,7 +185,7 @@ def run_scale(
                 bare_query: list[float] = []
                 for q in qs:
                     t = time.perf_counter()
-                    vec = hs.embedder.embed([q])[0]
+                    vec = embed_queries(hs.embedder, [q])[0]
                     t_q = time.perf_counter()
                     hs.index.query(bank_id, vec, k_semantic)
                     done = time.perf_counter()

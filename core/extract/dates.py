@@ -12,8 +12,9 @@ stays here is what only model output needs:
   1970-01-01 placeholders) become None.
 * Only when the model gave nothing for either end does the occurrence default to the source message's time;
   one given end copies to the other; reversed ends are swapped. If the fact text names a period
-  ("yesterday", "in June", "in 2022") while the model gave no date or merely copied the message date, the
-  phrase wins.
+  ("yesterday", "in June", "in 2022") while the model gave no date, merely copied the message date, or gave
+  dates that are unreadable or overlap no period the text names, the (first) phrase wins: a unit whose text
+  reads "last Saturday (20 May 2023)" must not be dated 25-26 May.
 * Such phrases left in the text get the absolute date appended ("yesterday (7 May 2023)"), so the fact
   still reads right when recalled at another time.
 
@@ -30,7 +31,7 @@ from dateutil.relativedelta import relativedelta
 
 from ..temporal import TemporalConstraint, Tense, detect_tense, find_temporal_expressions, parse_temporal
 
-__all__ = ["DateRange", "annotate_relative", "occurrence", "parse_model_date", "phrase_range"]
+__all__ = ["DateRange", "annotate_relative", "occurrence", "parse_model_date", "phrase_range", "phrase_ranges"]
 
 DateRange = tuple[date, date]
 """First and last day, inclusive."""
@@ -165,11 +166,18 @@ def phrase_range(text: str, ref: datetime, tense: Tense | None = None) -> DateRa
     Open ("before 2020") and event-relative ("after the trip") phrases do not count; ``ref`` is the time the
     text was said, ``tense`` its tense. This is what raw retain uses for a message's occurrence as well.
     """
-    for constraint in find_temporal_expressions(text, ref, tense=tense):
-        rng = _date_range(constraint, ref)
-        if rng is not None:
-            return rng
-    return None
+    ranges = phrase_ranges(text, ref, tense)
+    return ranges[0] if ranges else None
+
+
+def phrase_ranges(text: str, ref: datetime, tense: Tense | None = None) -> list[DateRange]:
+    """The days of every time phrase in ``text`` that names a period, in order (see ``phrase_range``)."""
+    ranges = (_date_range(c, ref) for c in find_temporal_expressions(text, ref, tense=tense))
+    return [rng for rng in ranges if rng is not None]
+
+
+def _overlaps(a: DateRange, b: DateRange) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
 
 
 def _fmt_day(day: date) -> str:
@@ -228,15 +236,20 @@ def occurrence(
     gave_end = end_raw.lower() not in _BLANK_DATES
     start_rng = parse_model_date(start_raw, mentioned, tense) if gave_start else None
     end_rng = parse_model_date(end_raw, mentioned, tense) if gave_end else None
-    said = phrase_range(text, mentioned, tense)
+    phrases = phrase_ranges(text, mentioned, tense)
+    said = phrases[0] if phrases else None
     today = (mentioned.date(), mentioned.date())
-    if (
-        said is not None
-        and said != today
-        and all(rng == today for rng, gave in ((start_rng, gave_start), (end_rng, gave_end)) if gave)
+    given = [rng for rng, gave in ((start_rng, gave_start), (end_rng, gave_end)) if gave]
+    readable = [rng for rng in given if rng is not None]
+    model_days = (min(r[0] for r in readable), max(r[1] for r in readable)) if readable else None
+    if said is not None and (
+        (said != today and all(rng == today for rng in given))
+        or (given and (model_days is None or not any(_overlaps(model_days, p) for p in phrases)))
     ):
-        # The fact itself says "yesterday"/"last week" but the model gave no date or just copied the
-        # message date (a common small-model slip): the phrase in the text is the better evidence.
+        # The fact itself says "yesterday"/"last Saturday" but the model gave no date, just copied the
+        # message date, or gave dates that are unreadable or contradict every period the text names (a
+        # common small-model slip: "last Saturday" said on Thursday 25 May answered as 25-26 May). The
+        # phrase in the text is the better evidence, and the text is annotated with its date.
         start_rng = end_rng = said
         gave_start = gave_end = True
     start = _day_start(start_rng[0]) if start_rng and _plausible(start_rng[0], mentioned) else None

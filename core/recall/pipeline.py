@@ -11,7 +11,7 @@ from itertools import chain, islice
 from typing import Any
 
 from ..config import RecallSettings
-from ..embedding import Embedder
+from ..embedding import Embedder, embed_queries
 from ..errors import InvalidInputError
 from ..inputs import clean_text, parse_timestamp
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
@@ -55,7 +55,7 @@ class RecallPipeline:
         constraint = parse_temporal(query, reference_time)
         if constraint is None or constraint.range is not None or not constraint.anchor:
             return constraint
-        anchor_vec = self.embedder.embed([constraint.anchor])[0]
+        anchor_vec = embed_queries(self.embedder, [constraint.anchor])[0]
         hits = self.trusted(bank_id, self.index.query(bank_id, anchor_vec, 3))
         if not hits or hits[0][1] < ANCHOR_MIN_SIMILARITY:
             return constraint
@@ -100,7 +100,7 @@ class RecallPipeline:
                 s.keyword_context_weight,
             )
         t = time.perf_counter()
-        qvec = self.embedder.embed([query])[0]
+        qvec = embed_queries(self.embedder, [query])[0]
         timings["embed_ms"] = _ms(t)
 
         t = time.perf_counter()
