@@ -84,8 +84,7 @@ class LocalModelSpec:
     description: str = ""
 
     def __post_init__(self) -> None:
-        if len(self.packages) != len(self.chunk_files) or not self.packages:
-            raise ValueError(f"spec {self.name}: packages and chunk_files must be non-empty and equal length")
+        self.chunked  # noqa: B018  # ChunkedFile checks the chunk layout (ValueError), in one place
 
     @property
     def chunked(self) -> ChunkedFile:
