@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import logging
 import os
 import sys
@@ -31,12 +30,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cli_run import EXIT_ERROR, one_line, run_parsed
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
 
 if TYPE_CHECKING:
     from .hindsight import Hindsight
 
-EXIT_ERROR = 2
 DEFAULT_BUDGET = 2000
 # Kept literal so that building the parser imports no pydantic model.
 NETWORKS = ("world", "experience", "opinion", "observation")
@@ -73,22 +72,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from .errors import HindsightError
 
-    real_stdout = sys.stdout
-    try:
-        # With --json the JSON document is the only thing on stdout: anything a library prints goes to stderr.
-        guard = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-        with guard:
-            result = args.func(args)
-    except (HindsightError, CLIError, OSError) as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    if args.json and result is not None:
-        real_stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
-        real_stdout.flush()
-    return int(getattr(args, "exit_status", 0))
+    return run_parsed(args, (HindsightError, CLIError, OSError))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -360,7 +344,7 @@ def run_bench(args: argparse.Namespace) -> int:
     try:
         bench_main = plugin_command("bench")
     except CLIError as exc:
-        print(f"error: {_one_line(exc)}", file=sys.stderr)
+        print(f"error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
     forwarded = [*(["--json"] if args.json else []), *(["--verbose"] if args.verbose else []), *args.bench_args]
     return int(bench_main(forwarded, prog="hindsight bench"))
@@ -445,11 +429,6 @@ def _positive_int(text: str) -> int:
 def _stderr_print(*values: Any, **kwargs: Any) -> None:
     kwargs.pop("file", None)
     print(*values, file=sys.stderr, **kwargs)
-
-
-def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
 
 
 if __name__ == "__main__":  # pragma: no cover

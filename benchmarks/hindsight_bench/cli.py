@@ -18,8 +18,6 @@ Importing this module is cheap: the benchmarks and the engine are imported when 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import logging
 import sys
 from typing import Any
@@ -34,7 +32,6 @@ from .commands import (
     cmd_longmemeval,
     cmd_qa,
     cmd_scale,
-    one_line,
 )
 
 EXIT_ERROR = 2
@@ -54,24 +51,10 @@ def main(argv: list[str] | None = None, *, prog: str = "hindsight-bench") -> int
         parser.print_help(sys.stderr)
         return EXIT_ERROR
 
+    from hindsight_core.cli_run import run_parsed
     from hindsight_core.errors import HindsightError
 
-    real_stdout = sys.stdout
-    try:
-        # With --json the JSON document is the only thing on stdout: anything a library prints goes to stderr.
-        guard = contextlib.redirect_stdout(sys.stderr) if args.json else contextlib.nullcontext()
-        with guard:
-            result = args.func(args)
-    except (HindsightError, BenchError, OSError) as exc:
-        print(f"error: {one_line(exc)}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    if args.json and result is not None:
-        real_stdout.write(json.dumps(result, indent=2, ensure_ascii=False, default=str) + "\n")
-        real_stdout.flush()
-    return 0
+    return run_parsed(args, (HindsightError, BenchError, OSError))
 
 
 def build_parser(prog: str = "hindsight-bench") -> argparse.ArgumentParser:

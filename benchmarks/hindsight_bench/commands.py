@@ -192,12 +192,6 @@ def stderr_print(*values: Any, **kwargs: Any) -> None:
     print(*values, file=sys.stderr, **kwargs)
 
 
-def one_line(exc: BaseException) -> str:
-    """An exception's message on one line (its type's name when it has none)."""
-    text = " ".join(str(exc).split())
-    return text or type(exc).__name__
-
-
 def _backends(args: argparse.Namespace) -> dict[str, Any]:
     from .backends import resolve_backends
 
