@@ -33,6 +33,20 @@ class LinkSettings(BaseModel):
     semantic_neighbors: int = Field(5, ge=0, description="nearest units checked per new unit")
 
 
+SEMANTIC_WEIGHTS: dict[str, float] = {"all-MiniLM-L6-v2": 0.3, "all-mpnet-base-v2": 1.6}
+"""The semantic channel's fusion weight per embedder (by the name banks record), chosen on LoCoMo's dev half.
+
+How far the fusion should trust the semantic ranking depends on the embedder. MiniLM alone ranks far below BM25
+with context (dev semantic-only R@10 55 against keyword-only 74): its weight is 0.3 (0.2 to 1.0 tried; 1.0 cost 5
+points of R@10). mpnet ranks much better (dev semantic-only R@10 63): in a grid of 0.3 / 0.5 / 0.8 / 1.0 / 1.3 /
+1.6 / 2.0 over the dev half, 1.6 gave the best R@10 (81.0, against 79.0 at 0.3) and R@1000tok (89.7).
+"""
+
+DEFAULT_SEMANTIC_WEIGHT = 0.3
+"""For an embedder not in ``SEMANTIC_WEIGHTS`` (unmeasured): MiniLM's; set ``channel_weights["semantic"]`` to
+change it."""
+
+
 class RecallSettings(BaseModel):
     """Channel sizes, fusion and graph traversal of recall (paper 4.2)."""
 
@@ -58,12 +72,17 @@ class RecallSettings(BaseModel):
         description="mu(link type)",
     )
     channel_weights: dict[str, float] = Field(
-        # Measured on LoCoMo with the bundled MiniLM embedder, whose semantic ranking alone is far weaker than
-        # BM25 with context (R@10 43 vs 73): a stronger embedder deserves a higher semantic weight.
-        default_factory=lambda: {"semantic": 0.3, "keyword": 1.0, "graph": 0.8, "temporal": 1.0},
-        description="weight of each channel's reciprocal rank in the fusion",
+        default_factory=lambda: {"keyword": 1.0, "graph": 0.8, "temporal": 1.0},
+        description="weight of each channel's reciprocal rank in the fusion; the semantic channel's, unless given "
+                    "here, is the embedder's (SEMANTIC_WEIGHTS)",
     )
     max_candidates: int = Field(300, ge=1, description="fused candidates considered for packing")
+
+    def weights_for(self, embedder_name: str) -> dict[str, float]:
+        """The fusion weights for a bank built with ``embedder_name``: ``channel_weights``, with the semantic
+        channel's taken from ``SEMANTIC_WEIGHTS`` unless ``channel_weights`` names it."""
+        semantic = SEMANTIC_WEIGHTS.get(embedder_name, DEFAULT_SEMANTIC_WEIGHT)
+        return {"semantic": semantic, **self.channel_weights}
 
 
 class CaraSettings(BaseModel):

@@ -117,6 +117,35 @@ def test_locomo_split_selects_a_half_and_reports_each(tmp_path: Path) -> None:
     assert "By half" in markdown and "| full | test | 6 |" in markdown and "full, dev half, by category:" in markdown
 
 
+def test_locomo_reuse_keeps_fully_retained_banks_and_records_the_embedder(tmp_path: Path) -> None:
+    """``--reuse`` with ``--workdir`` skips retaining a conversation already stored, with the same scores;
+    a bank missing a session is retained again."""
+    data = tmp_path / "one.json"
+    data.write_text(json.dumps([tiny_locomo("conv-26")]), encoding="utf-8")
+    work = tmp_path / "work"
+    args = ["bench", "locomo", "--data", str(data), "--configs", "full", "--workdir", str(work), "--no-progress"]
+    assert main([*args, "--reuse", "--embedder", "minilm", "--out", str(tmp_path / "a")]) == 0
+    first = json.loads((tmp_path / "a" / "locomo.json").read_text())
+    assert main([*args, "--reuse", "--out", str(tmp_path / "b")]) == 0
+    second = json.loads((tmp_path / "b" / "locomo.json").read_text())
+    assert first["reused_banks"] == 0 and first["retain_units_per_s"] > 0
+    assert second["reused_banks"] == 1 and second["retain_units_per_s"] is None
+    assert first["embedder"] == second["embedder"] == "all-MiniLM-L6-v2"
+    assert second["units"] == first["units"] == 8
+    assert second["configs"]["full"]["recall"] == first["configs"]["full"]["recall"]
+    # A session deleted from the kept bank: the conversation is retained again, not reused half-filled.
+    from hindsight_core import Hindsight
+
+    with Hindsight.open(work, start_worker=False) as hs:
+        bank = hs.bank("locomo-conv-26", create=False)
+        bank.forget(document_id=bank.documents()[0].id)
+    assert main([*args, "--reuse", "--out", str(tmp_path / "c")]) == 0
+    third = json.loads((tmp_path / "c" / "locomo.json").read_text())
+    assert third["reused_banks"] == 0 and third["units"] == 8
+    # --reuse without --workdir has nothing to reuse: a usage error, not a silent full run.
+    assert main(["bench", "locomo", "--data", str(data), "--reuse", "--out", str(tmp_path / "e")]) == 2
+
+
 def test_locomo_runs_every_ablation_and_the_metrics_are_sane(
         locomo_run: tuple[Path, dict[str, Any], str]) -> None:
     _, result, _ = locomo_run

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -79,3 +81,24 @@ def test_pack_stops_after_consecutive_misfits() -> None:
     assert [i for i, _ in chosen] == [0]
     chosen, _ = pack(iter(items), 10, count_tokens, max_skips=100)
     assert [i for i, _ in chosen] == [0, 99]
+
+
+def test_semantic_weight_follows_the_embedder() -> None:
+    from hindsight_core.config import DEFAULT_SEMANTIC_WEIGHT, SEMANTIC_WEIGHTS, RecallSettings
+
+    s = RecallSettings()
+    assert s.weights_for("all-MiniLM-L6-v2")["semantic"] == SEMANTIC_WEIGHTS["all-MiniLM-L6-v2"] == 0.3
+    assert s.weights_for("all-mpnet-base-v2")["semantic"] == SEMANTIC_WEIGHTS["all-mpnet-base-v2"] > 1.0
+    assert s.weights_for("my-own-embedder")["semantic"] == DEFAULT_SEMANTIC_WEIGHT
+    assert s.weights_for("all-mpnet-base-v2")["keyword"] == 1.0
+    # A weight the user sets wins over the embedder's.
+    mine = RecallSettings(channel_weights={"semantic": 0.7, "keyword": 0.9})
+    assert mine.weights_for("all-mpnet-base-v2") == {"semantic": 0.7, "keyword": 0.9}
+
+
+def test_recall_pipeline_fuses_with_its_embedders_weight(tmp_path: Path) -> None:
+    from hindsight_core import Hindsight
+
+    with Hindsight.open(tmp_path, start_worker=False) as hs:
+        assert hs.engine.recaller.weights["semantic"] == 0.3
+        assert hs.engine.recaller.weights["graph"] == 0.8

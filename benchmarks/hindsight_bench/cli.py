@@ -88,6 +88,11 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--configs", type=name_list,
                    help="comma-separated configurations (default: full, no-semantic, no-keyword, no-graph, "
                         "no-temporal, semantic-only, keyword-only)")
+    p.add_argument("--embedder", help="embedder by name (minilm, minilm-fp32, minilm-int8, mpnet; default: "
+                                      "$HINDSIGHT_EMBEDDER, else minilm)")
+    p.add_argument("--reuse", action="store_true",
+                   help="with --workdir: keep a conversation's bank from an earlier run when every session of it was "
+                        "retained (ablations on a slow embedder without retaining again)")
     p.add_argument("--latency-every", type=positive_int, default=10,
                    help="time every Nth question in the ablations (the full pipeline: every one; default 10)")
     _backend_option(p)

@@ -37,9 +37,13 @@ def cmd_locomo(args: argparse.Namespace) -> dict[str, Any] | None:
             raise BenchError(f"unknown configuration(s) {unknown}; known: {', '.join(CONFIGS)}")
         configs = {c: CONFIGS[c] for c in args.configs}
     backends = _backends(args)
+    if args.reuse and not args.workdir:
+        raise BenchError("--reuse needs --workdir (the folder an earlier run kept)")
+    if args.embedder:
+        backends = {name: _with_embedder(factory, args.embedder) for name, factory in backends.items()}
     kwargs: dict[str, Any] = {
         "limit_conversations": args.conversations, "limit_questions": args.questions, "configs": configs,
-        "split": args.split,
+        "split": args.split, "reuse": args.reuse,
         "latency_every": args.latency_every, "progress": args.progress, "log": _log(args),
     }
     if len(backends) == 1:
@@ -199,6 +203,13 @@ def _backends(args: argparse.Namespace) -> dict[str, Any]:
         return resolve_backends(args.backend)
     except KeyError as exc:
         raise BenchError(str(exc.args[0])) from None
+
+
+def _with_embedder(factory: Any, embedder: str) -> Any:
+    """A backend factory that opens its store with ``embedder`` (a name ``make_embedder`` knows)."""
+    def open_with(root: Path, **kwargs: Any) -> Any:
+        return factory(root, **{"embedder": embedder, **kwargs})
+    return open_with
 
 
 def _log(args: argparse.Namespace) -> Callable[..., None]:

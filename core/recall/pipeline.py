@@ -47,6 +47,7 @@ class RecallPipeline:
         self.count_tokens = count_tokens
         self.executor = executor
         self.reranker = reranker
+        self.weights = settings.weights_for(embedder.name)
 
     def time_constraint(
         self, bank_id: str, query: str, reference_time: datetime, query_vector: Any
@@ -121,7 +122,7 @@ class RecallPipeline:
         if "graph" in enabled:
             # Spreading activation starts from the best direct hits of semantic and keyword together.
             direct = {n: r for n, r in results.items() if n in ("semantic", "keyword")}
-            seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=s.channel_weights, with_hits=False)
+            seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=self.weights, with_hits=False)
             seeds = seeds[: s.graph_seeds]
             if seeds:
                 top = seeds[0][1]
@@ -132,7 +133,7 @@ class RecallPipeline:
 
         t = time.perf_counter()
         ordered = {name: results[name] for name in CHANNELS if name in results}
-        fused, hits = reciprocal_rank_fusion(ordered, k=s.rrf_k, weights=s.channel_weights, with_hits=trace)
+        fused, hits = reciprocal_rank_fusion(ordered, k=s.rrf_k, weights=self.weights, with_hits=trace)
         fused = fused[: s.max_candidates]
         timings["fusion_ms"] = _ms(t)
 
