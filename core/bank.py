@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .engine import Engine
 from .errors import BankNotFoundError, DocumentNotFoundError, InvalidInputError
@@ -28,6 +29,9 @@ from .observation_job import observation_document_id
 from .opinions import FormedOpinion
 from .profile_merge import amerge_background, merge_background
 from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
+
+if TYPE_CHECKING:
+    from .portability.exporter import ExportReport
 
 
 class BankOwner(Protocol):
@@ -425,3 +429,19 @@ class Bank:
     async def aforget(self, **kwargs: Any) -> int:
         """Async twin of ``forget``."""
         return await asyncio.to_thread(self.forget, **kwargs)
+
+    # portability ---------------------------------------------------------------------------------
+    @public
+    def export(self, path: str | Path, *, with_vectors: bool = False) -> ExportReport:
+        """Write this bank to a file (``.jsonl``, or ``.jsonl.gz`` for gzip): the profile, raw documents, memories of
+        every network, entities, links and opinion histories, in the versioned format of ``docs/PORTABILITY.md``.
+        ``with_vectors`` adds the vectors (an import with the same embedder reuses them instead of embedding
+        again). The file appears whole or not at all; ``Hindsight.import_bank`` reads it back."""
+        from .portability.exporter import export_bank
+
+        return export_bank(self._engine, self.id, path, with_vectors=with_vectors)
+
+    @public
+    async def aexport(self, path: str | Path, *, with_vectors: bool = False) -> ExportReport:
+        """Async twin of ``export``."""
+        return await asyncio.to_thread(self.export, path, with_vectors=with_vectors)

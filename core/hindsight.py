@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .bank import Bank
 from .config import Settings
@@ -25,6 +26,9 @@ from .stores.base import GraphStore, ResettableIndex, VectorIndex
 from .stores.process_guard import VectorIndexDamagedError
 from .tokens import count_tokens
 from .validation import Identifier, Text, public
+
+if TYPE_CHECKING:
+    from .portability.importer import ImportReport
 
 log = logging.getLogger(__name__)
 
@@ -293,6 +297,27 @@ class Hindsight:
         if self.store.get_bank(bank_id) is None:
             raise BankNotFoundError(f"no bank {bank_id!r}")
         self.forgetter.delete_bank(bank_id)
+
+    @public
+    def import_bank(
+        self, path: str | Path, *, bank_id: Identifier | None = None, replace: bool = False
+    ) -> ImportReport:
+        """Import a bank file written by ``Bank.export`` as a new bank (default id: the one it was exported from).
+
+        The whole file is validated first (a damaged or truncated file is an ``ArchiveError`` naming the line) and
+        the import is all or nothing. An existing bank is refused (``BankExistsError``) unless ``replace``. The
+        file's vectors are used when it has them and this store's embedder is the same, else recomputed.
+        """
+        from .portability.importer import import_bank
+
+        return import_bank(self.engine, path, bank_id=bank_id, replace=replace)
+
+    @public
+    async def aimport_bank(
+        self, path: str | Path, *, bank_id: Identifier | None = None, replace: bool = False
+    ) -> ImportReport:
+        """Async twin of ``import_bank``."""
+        return await asyncio.to_thread(self.import_bank, path, bank_id=bank_id, replace=replace)
 
     def close(self) -> None:
         """Stop worker threads, release this process's lease and close the stores (queued background jobs stay

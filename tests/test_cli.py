@@ -417,3 +417,28 @@ def run_json_status(store: Path, capsys: pytest.CaptureFixture[str], status: int
     code, out, err = run(store, capsys, "--json", *args)
     assert code == status, err
     return json.loads(out)
+
+
+def test_export_then_import_through_the_command_line(
+    store: Path, chat: dict[str, Any], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``hindsight export`` / ``hindsight import`` as wired into the main parser: a copy with the same memories that
+    recalls the same message first; a damaged file is an error naming its line, and leaves no bank."""
+    archive = tmp_path / "chat.jsonl.gz"
+    run_json(store, capsys, "export", "chat", "-o", str(archive))
+    assert archive.is_file() and archive.stat().st_size > 100
+    run_json(store, capsys, "import", str(archive), "--bank", "chat-copy")
+    original = run_json(store, capsys, "stats", "chat")
+    copy = run_json(store, capsys, "stats", "chat-copy")
+    assert copy["units"] == original["units"] == len(MESSAGES)
+    hits = run_json(store, capsys, "recall", "chat-copy", "Who is going to Oslo?")
+    assert hits["memories"][0]["sources"] == ["m2"]
+
+    plain = tmp_path / "chat.jsonl"
+    run_json(store, capsys, "export", "chat", "-o", str(plain))
+    lines = plain.read_text(encoding="utf-8").splitlines(keepends=True)
+    plain.write_text("".join(lines[:2]) + "{not json\n" + "".join(lines[3:]), encoding="utf-8")
+    code, _, err = run(store, capsys, "import", str(plain), "--bank", "chat-broken")
+    assert code == 2 and "line 3" in err
+    banks = {b["id"] for b in run_json(store, capsys, "stats")["banks"]}
+    assert "chat-broken" not in banks and "chat-copy" in banks

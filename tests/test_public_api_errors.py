@@ -99,6 +99,14 @@ def opened(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Hindsight
         bank = hs.bank("walk")
         bank.retain([{"speaker": "Ana", "text": "I ran a marathon in Porto.", "id": "m1"}], document_id="doc-1",
                     extract=False, background=False)
+        # Export and import take files: real ones in this test's folder (an import under a new id succeeds once,
+        # then meets an existing bank).
+        files = tmp_path_factory.mktemp("walk-files")
+        bank.export(files / "walk.jsonl")
+        for name in ("export", "aexport"):
+            VALID[name] = {"path": str(files / f"{name}.jsonl")}
+        for name in ("import_bank", "aimport_bank"):
+            VALID[name] = {"path": str(files / "walk.jsonl"), "bank_id": "walk-copy"}
         yield hs, bank
 
 

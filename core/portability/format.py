@@ -1,0 +1,230 @@
+"""The bank file format ``hindsight-bank``, version 1: one JSON object per line (JSONL), gzip when the file name ends
+in ``.gz``. ``docs/PORTABILITY.md`` describes it field by field; these models are its executable definition.
+
+Line 1 is the ``header``, line 2 the ``bank`` profile, then every ``document``, ``entity``, ``unit`` (memories of all
+four networks, observations included), ``link`` and ``opinion_history`` record, and the last line is ``end`` (how
+many lines came before it and their SHA-256: a file cut at a line boundary, or altered after export, is detected).
+Each object names its kind in ``record``. Times are ISO-8601 in UTC; vectors, when written, are base64 of
+little-endian float32 (bit-exact: Chroma stores float32). Unknown fields are errors: a damaged line is refused,
+not half read.
+"""
+
+from __future__ import annotations
+
+import base64
+from datetime import datetime
+from importlib import metadata
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from ..models import (
+    Disposition,
+    DocumentKind,
+    DocumentStatus,
+    EntityType,
+    LinkType,
+    Network,
+    OpinionEvent,
+)
+
+FORMAT_NAME = "hindsight-bank"
+FORMAT_VERSION = 1
+"""Bumped on any change a version-1 reader could not read; readers refuse files of a newer version."""
+
+RECORD_KINDS = ("bank", "document", "entity", "unit", "link", "opinion_history")
+"""The kinds counted in the header, in file order (``header`` and ``end`` frame them)."""
+
+MAX_BANK_ID_CHARS = 512  # the limit ``Hindsight.bank`` enforces
+
+
+def check_bank_id(value: object) -> str:
+    """A bank id as ``Hindsight.bank`` accepts it (non-empty, at most 512 characters, printable, valid unicode);
+    raises ``ValueError`` (an ``InvalidInputError`` at the public edge) naming the rule broken."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("a bank id must be a non-empty string")
+    if len(value) > MAX_BANK_ID_CHARS:
+        raise ValueError(f"a bank id is at most {MAX_BANK_ID_CHARS} characters")
+    if any(0xD800 <= ord(c) <= 0xDFFF or ord(c) < 0x20 for c in value):
+        raise ValueError("a bank id may not contain control characters or invalid unicode")
+    return value
+
+
+def generator() -> str:
+    """Which library wrote a file (informational)."""
+    try:
+        return f"hindsight-memory {metadata.version('hindsight-memory')}"
+    except metadata.PackageNotFoundError:  # run from a source tree without installing
+        return "hindsight-memory"
+
+
+class _Record(BaseModel):
+    # extra="forbid": a field this version does not know is damage (or a newer writer), never silently dropped.
+    # ser_json_inf_nan="constants": a NaN in caller metadata survives the round trip instead of becoming null.
+    model_config = ConfigDict(extra="forbid", ser_json_inf_nan="constants")
+
+
+class EmbedderInfo(_Record):
+    """The embedder that built the exported bank's vectors."""
+
+    name: str
+    dimension: int = Field(gt=0)
+
+
+class HeaderRecord(_Record):
+    """Line 1: what the file is and what it holds."""
+
+    record: Literal["header"] = "header"
+    format: Literal["hindsight-bank"]
+    version: int = Field(ge=1)
+    created_at: datetime
+    generator: str
+    bank_id: str
+    embedder: EmbedderInfo
+    vectors: bool = Field(description="whether unit records carry their vectors")
+    counts: dict[str, int] = Field(description="records per kind (bank, document, entity, unit, link, "
+                                               "opinion_history)")
+    networks: dict[str, int] = Field(description="unit records per network")
+
+
+class BankRecord(_Record):
+    """The bank profile (paper 5.1): name, first-person background, disposition."""
+
+    record: Literal["bank"] = "bank"
+    id: str
+    name: str
+    background: str
+    disposition: Disposition
+    created_at: datetime
+
+
+class DocumentRecord(_Record):
+    """A raw document as retained (``content`` is the raw input: JSON messages or plain text), without the
+    process state of the store it came from (owner lease, background job)."""
+
+    record: Literal["document"] = "document"
+    id: str
+    content: str
+    context: str | None
+    timestamp: datetime | None
+    status: DocumentStatus
+    error: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+    kind: DocumentKind | None
+    options: dict[str, Any]
+    revision: str | None
+
+
+class EntityRecord(_Record):
+    """A canonical entity; ``mention_count`` is informational (the importing store recounts it)."""
+
+    record: Literal["entity"] = "entity"
+    id: str
+    name: str
+    type: EntityType
+    aliases: list[str]
+    mention_count: int = Field(ge=0)
+    first_seen: datetime | None
+    last_seen: datetime | None
+
+
+class UnitRecord(_Record):
+    """A memory unit of any network; ``entities`` are the ids of the entities it mentions. Records come grouped
+    by ``document_id`` in document order, groups in the order they were stored: the keyword channel's context
+    (each unit's neighbours) and the reply context of embedded text are derived from that order."""
+
+    record: Literal["unit"] = "unit"
+    id: str
+    text: str
+    network: Network
+    occurred_start: datetime | None
+    occurred_end: datetime | None
+    mentioned_at: datetime | None
+    confidence: float | None = Field(ge=0.0, le=1.0)
+    sources: list[str]
+    document_id: str | None
+    metadata: dict[str, Any]
+    created_at: datetime
+    entities: list[str]
+    vector: str | None = Field(None, description="base64 of little-endian float32, only in files with vectors")
+
+
+class LinkRecord(_Record):
+    """A directed, weighted link between two units (entity links go through entity records, not here)."""
+
+    record: Literal["link"] = "link"
+    source_id: str
+    target_id: str
+    type: LinkType
+    weight: float = Field(ge=0.0, le=1.0)
+
+
+class EventRecord(_Record):
+    """One step of an opinion's history (``OpinionEvent`` without the opinion id, which the record holds)."""
+
+    at: datetime
+    label: str
+    old_confidence: float | None
+    new_confidence: float
+    evidence: list[str]
+    old_text: str | None
+    new_text: str | None
+    rationale: str | None
+
+    @classmethod
+    def of(cls, event: OpinionEvent) -> EventRecord:
+        """The record of a stored event."""
+        return cls(**event.model_dump(exclude={"opinion_id"}))
+
+    def event(self, opinion_id: str) -> OpinionEvent:
+        """The event for ``opinion_id``."""
+        return OpinionEvent(opinion_id=opinion_id, **self.model_dump())
+
+
+class OpinionHistoryRecord(_Record):
+    """An opinion's whole history, oldest first, and the evidence already applied to it (each piece moves an
+    opinion once: a later retry of the same evidence stays a no-op after import)."""
+
+    record: Literal["opinion_history"] = "opinion_history"
+    opinion_id: str
+    events: list[EventRecord]
+    applied_evidence: list[str]
+
+
+class EndRecord(_Record):
+    """The last line: how many lines precede it and the SHA-256 of their bytes."""
+
+    record: Literal["end"] = "end"
+    lines: int = Field(ge=0)
+    sha256: str
+
+
+Record = Annotated[
+    HeaderRecord | BankRecord | DocumentRecord | EntityRecord | UnitRecord | LinkRecord | OpinionHistoryRecord
+    | EndRecord,
+    Field(discriminator="record"),
+]
+RECORD = TypeAdapter(Record)
+"""Parses one line into its record model (``RECORD.validate_json(line)``)."""
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    """A vector as base64 of its little-endian float32 bytes."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str, dimension: int) -> np.ndarray:
+    """The float32 vector ``encode_vector`` wrote; ``ValueError`` when it is not base64 of ``dimension`` floats."""
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as exc:
+        raise ValueError(f"vector is not base64: {exc}") from exc
+    if len(raw) != 4 * dimension:
+        raise ValueError(f"vector holds {len(raw) // 4} floats, the header says {dimension}")
+    vector = np.frombuffer(raw, dtype="<f4").astype(np.float32)
+    if not np.all(np.isfinite(vector)):
+        raise ValueError("vector holds NaN or infinite values")
+    return vector
