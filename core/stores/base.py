@@ -20,6 +20,7 @@ from ..models import (
     DocumentStatus,
     Entity,
     Job,
+    JobStatus,
     Link,
     LinkType,
     Memory,
@@ -211,6 +212,12 @@ class JobQueue(Protocol):
         """Jobs, newest first."""
         ...
 
+    def page_jobs(self, bank_id: str, status: JobStatus | None = None, *, limit: int = 50,
+                  offset: int = 0) -> list[Job]:
+        """One page of a bank's jobs, optionally of one status: newest first (``created_at``, then id, both
+        descending), ``limit`` of them from ``offset``."""
+        ...
+
     def pending_jobs(self, bank_id: str | None = None) -> int:
         """Jobs queued or running (for the whole store, or one bank)."""
         ...
@@ -332,6 +339,13 @@ class DocumentStore(Protocol):
         (``created_at``, then id)."""
         ...
 
+    def page_documents(
+        self, bank_id: str, status: DocumentStatus | None = None, *, limit: int = 50, offset: int = 0
+    ) -> list[Document]:
+        """One page of a bank's documents, optionally of one status: newest first (``created_at``, then id, both
+        descending), ``limit`` of them from ``offset``. Browsing tools read a large bank this way."""
+        ...
+
     def delete_document(self, bank_id: str, document_id: str) -> None:
         """Delete a raw document (its units are deleted separately)."""
         ...
@@ -389,6 +403,18 @@ class UnitStore(Protocol):
         self, bank_id: str, network: Network, entity_ids: Sequence[str] | None = None, limit: int = 1000
     ) -> list[str]:
         """Ids of a network's units, optionally only those mentioning one of ``entity_ids``; newest first."""
+        ...
+
+    def page_units(
+        self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None, limit: int = 50,
+        offset: int = 0,
+    ) -> list[str]:
+        """Ids of one page of the bank's units, optionally of one network and/or mentioning one entity: newest
+        stored first, ``limit`` of them from ``offset``. Browsing tools read a large bank this way."""
+        ...
+
+    def count_units(self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None) -> int:
+        """How many units ``page_units`` pages through with the same filters."""
         ...
 
     def units_near_time(
@@ -456,6 +482,22 @@ class EntityStore(Protocol):
 
     def entity_cooccurrence(self, bank_id: str, entity_ids: Sequence[str]) -> dict[tuple[str, str], int]:
         """How many units mention both entities of each pair drawn from ``entity_ids``."""
+        ...
+
+    def get_entities(self, bank_id: str, ids: Sequence[str]) -> list[Entity]:
+        """Entities by id, in the order asked; unknown ids (or other banks' entities) are skipped."""
+        ...
+
+    def page_entities(
+        self, bank_id: str, *, query: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Entity]:
+        """One page of the bank's entities, most mentioned first (then name, then id); with ``query``, only those
+        whose normalised name contains ``normalise_name(query)``."""
+        ...
+
+    def related_entities(self, bank_id: str, entity_id: str, limit: int = 20) -> list[tuple[str, int]]:
+        """The entities most often mentioned by the same units as ``entity_id``: (entity id, shared units), most
+        shared first, ties by id; ``limit`` of them."""
         ...
 
 

@@ -384,6 +384,18 @@ class Neo4jGraphStore:
         )
         return [self._document(r["d"]) for r in rows]
 
+    def page_documents(
+        self, bank_id: str, status: DocumentStatus | None = None, *, limit: int = 50, offset: int = 0
+    ) -> list[Document]:
+        """One page of a bank's documents, newest first."""
+        rows = self._read(
+            "MATCH (d:Document) WHERE d.bank_id = $bank AND ($status IS NULL OR d.status = $status) "
+            "RETURN properties(d) AS d ORDER BY d.created_at DESC, d.id DESC SKIP $offset LIMIT $limit",
+            bank=bank_id, status=DocumentStatus(status).value if status is not None else None,
+            **_page(limit, offset),
+        )
+        return [self._document(r["d"]) for r in rows]
+
     def delete_document(self, bank_id: str, document_id: str) -> None:
         """Delete a raw document (its units are deleted separately)."""
         self._write(lambda tx: tx.run(
@@ -661,6 +673,30 @@ class Neo4jGraphStore:
             )
         return [r["id"] for r in rows]
 
+    @staticmethod
+    def _unit_match(network: Network | None, entity_id: str | None) -> tuple[str, dict[str, Any]]:
+        """MATCH/WHERE of ``page_units`` and ``count_units``."""
+        match = ("MATCH (u:Unit)-[:MENTIONS]->(:Entity {id: $entity}) " if entity_id is not None
+                 else "MATCH (u:Unit) ")
+        return (match + "WHERE u.bank_id = $bank AND ($network IS NULL OR u.network = $network) ",
+                {"entity": entity_id, "network": Network(network).value if network is not None else None})
+
+    def page_units(
+        self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None, limit: int = 50,
+        offset: int = 0,
+    ) -> list[str]:
+        """Ids of one page of the bank's units (optionally one network, one entity's), newest stored first."""
+        match, params = self._unit_match(network, entity_id)
+        rows = self._read(match + "RETURN u.id AS id ORDER BY u.seq DESC, u.id DESC SKIP $offset LIMIT $limit",
+                          bank=bank_id, **params, **_page(limit, offset))
+        return [r["id"] for r in rows]
+
+    def count_units(self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None) -> int:
+        """How many units ``page_units`` pages through with the same filters."""
+        match, params = self._unit_match(network, entity_id)
+        rows = self._read(match + "RETURN count(u) AS n", bank=bank_id, **params)
+        return int(rows[0]["n"]) if rows else 0
+
     def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
         """Append a step to an opinion's history (ignored when the opinion is not a unit of this bank)."""
         self._write(lambda tx: tx.run(
@@ -743,6 +779,38 @@ class Neo4jGraphStore:
             ids=ids, bank=bank_id,
         )
         return {(r["a"], r["b"]): int(r["n"]) for r in rows}
+
+    def get_entities(self, bank_id: str, ids: Sequence[str]) -> list[Entity]:
+        """Entities by id, in the order asked; unknown ids (or other banks' entities) are skipped."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        rows = self._read("MATCH (e:Entity) WHERE e.id IN $ids AND e.bank_id = $bank RETURN properties(e) AS e",
+                          ids=wanted, bank=bank_id)
+        found = {r["e"]["id"]: self._entity(r["e"]) for r in rows}
+        return [found[i] for i in wanted if i in found]
+
+    def page_entities(
+        self, bank_id: str, *, query: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Entity]:
+        """One page of the bank's entities, most mentioned first; ``query`` filters on the normalised name."""
+        rows = self._read(
+            "MATCH (e:Entity) WHERE e.bank_id = $bank AND ($query IS NULL OR e.norm CONTAINS $query) "
+            "RETURN properties(e) AS e ORDER BY e.mention_count DESC, e.name, e.id SKIP $offset LIMIT $limit",
+            bank=bank_id, query=normalise_name(query) if query is not None and normalise_name(query) else None,
+            **_page(limit, offset),
+        )
+        return [self._entity(r["e"]) for r in rows]
+
+    def related_entities(self, bank_id: str, entity_id: str, limit: int = 20) -> list[tuple[str, int]]:
+        """Entities most often mentioned by the same units as ``entity_id``, with the number of shared units."""
+        rows = self._read(
+            "MATCH (a:Entity {id: $entity})<-[:MENTIONS]-(u:Unit)-[:MENTIONS]->(b:Entity) "
+            "WHERE a.bank_id = $bank AND b.id <> a.id "
+            "RETURN b.id AS id, count(u) AS n ORDER BY n DESC, id LIMIT $limit",
+            entity=entity_id, bank=bank_id, limit=_page(limit, 0)["limit"],
+        )
+        return [(r["id"], int(r["n"])) for r in rows]
 
     # retrieval -----------------------------------------------------------------------------------
     @staticmethod
@@ -1195,6 +1263,16 @@ class Neo4jGraphStore:
         )
         return [self._job(r["j"]) for r in rows]
 
+    def page_jobs(self, bank_id: str, status: JobStatus | None = None, *, limit: int = 50,
+                  offset: int = 0) -> list[Job]:
+        """One page of a bank's jobs, newest first."""
+        rows = self._read(
+            "MATCH (j:Job) WHERE j.bank_id = $bank AND ($status IS NULL OR j.status = $status) "
+            "RETURN properties(j) AS j ORDER BY j.created_at DESC, j.id DESC SKIP $offset LIMIT $limit",
+            bank=bank_id, status=JobStatus(status).value if status is not None else None, **_page(limit, offset),
+        )
+        return [self._job(r["j"]) for r in rows]
+
     def pending_jobs(self, bank_id: str | None = None) -> int:
         """Jobs queued or running (for the whole store, or one bank)."""
         rows = self._read(
@@ -1345,3 +1423,8 @@ def _default_arcadedb_http(uri: str) -> str:
     from urllib.parse import urlparse
 
     return f"http://{urlparse(uri).hostname or '127.0.0.1'}:2480"
+
+
+def _page(limit: int, offset: int) -> dict[str, int]:
+    """SKIP and LIMIT parameters, never negative (a server rejects a negative one)."""
+    return {"limit": max(0, int(limit)), "offset": max(0, int(offset))}

@@ -75,6 +75,9 @@ CREATE TABLE IF NOT EXISTS units (
 );
 CREATE INDEX IF NOT EXISTS units_bank_time ON units (bank_id, occurred_start);
 CREATE INDEX IF NOT EXISTS units_bank_doc ON units (bank_id, document_id, position);
+-- A bank's units in insertion order (the rowid rides along in every index): page_units reads a page of the newest
+-- without sorting the whole bank (0.2 ms instead of 38 ms at 40k units).
+CREATE INDEX IF NOT EXISTS units_bank_seq ON units (bank_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5 (
     text, context, content='units', content_rowid='seq', tokenize='""" + TOKENIZER + """'
 );
@@ -589,6 +592,19 @@ class SQLiteGraphStore:
         rows = self._con().execute(sql + " ORDER BY created_at, id", args).fetchall()
         return [self._document(r) for r in rows]
 
+    def page_documents(
+        self, bank_id: str, status: DocumentStatus | None = None, *, limit: int = 50, offset: int = 0
+    ) -> list[Document]:
+        """One page of a bank's documents, newest first."""
+        sql = "SELECT * FROM documents WHERE bank_id = ?"
+        args: list[Any] = [bank_id]
+        if status is not None:
+            sql += " AND status = ?"
+            args.append(DocumentStatus(status).value)
+        rows = self._con().execute(sql + " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                                   [*args, *_page(limit, offset)]).fetchall()
+        return [self._document(r) for r in rows]
+
     def delete_document(self, bank_id: str, document_id: str) -> None:
         """Delete a raw document (its units are deleted separately)."""
         with self._tx() as con:
@@ -845,6 +861,35 @@ class SQLiteGraphStore:
             )
         return [r[0] for r in rows]
 
+    @staticmethod
+    def _unit_filter(bank_id: str, network: Network | None, entity_id: str | None) -> tuple[str, list[Any]]:
+        """FROM/WHERE of ``page_units`` and ``count_units``."""
+        sql, args = " FROM units u", list[Any]()
+        if entity_id is not None:
+            sql += " JOIN mentions m ON m.unit_id = u.id AND m.entity_id = ?"
+            args.append(entity_id)
+        sql += " WHERE u.bank_id = ?"
+        args.append(bank_id)
+        if network is not None:
+            sql += " AND u.network = ?"
+            args.append(Network(network).value)
+        return sql, args
+
+    def page_units(
+        self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None, limit: int = 50,
+        offset: int = 0,
+    ) -> list[str]:
+        """Ids of one page of the bank's units (optionally one network, one entity's), newest stored first."""
+        sql, args = self._unit_filter(bank_id, network, entity_id)
+        rows = self._con().execute(f"SELECT u.id{sql} ORDER BY u.seq DESC LIMIT ? OFFSET ?",
+                                   [*args, *_page(limit, offset)])
+        return [r[0] for r in rows]
+
+    def count_units(self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None) -> int:
+        """How many units ``page_units`` pages through with the same filters."""
+        sql, args = self._unit_filter(bank_id, network, entity_id)
+        return int(self._con().execute(f"SELECT count(*){sql}", args).fetchone()[0])
+
     def add_opinion_event(self, bank_id: str, event: OpinionEvent) -> None:
         """Append a step to an opinion's history (ignored when the opinion is not a unit of this bank)."""
         with self._tx() as con:
@@ -932,6 +977,39 @@ class SQLiteGraphStore:
             [bank_id, *ids, *ids],
         )
         return {(r[0], r[1]): r[2] for r in rows}
+
+    def get_entities(self, bank_id: str, ids: Sequence[str]) -> list[Entity]:
+        """Entities by id, in the order asked; unknown ids (or other banks' entities) are skipped."""
+        found: dict[str, Entity] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            for r in self._con().execute(
+                f"SELECT * FROM entities WHERE bank_id = ? AND id IN ({','.join('?' * len(chunk))})",
+                [bank_id, *chunk],
+            ):
+                found[r["id"]] = self._entity(r)
+        return [found[i] for i in dict.fromkeys(ids) if i in found]
+
+    def page_entities(
+        self, bank_id: str, *, query: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[Entity]:
+        """One page of the bank's entities, most mentioned first; ``query`` filters on the normalised name."""
+        sql, args = "SELECT * FROM entities WHERE bank_id = ?", list[Any]([bank_id])
+        if query is not None and normalise_name(query):
+            sql += " AND instr(norm, ?) > 0"  # instr, not LIKE: the query is matched literally
+            args.append(normalise_name(query))
+        rows = self._con().execute(sql + " ORDER BY mention_count DESC, name, id LIMIT ? OFFSET ?",
+                                   [*args, *_page(limit, offset)]).fetchall()
+        return [self._entity(r) for r in rows]
+
+    def related_entities(self, bank_id: str, entity_id: str, limit: int = 20) -> list[tuple[str, int]]:
+        """Entities most often mentioned by the same units as ``entity_id``, with the number of shared units."""
+        rows = self._con().execute(
+            "SELECT b.entity_id, count(*) AS n FROM mentions a JOIN mentions b ON b.unit_id = a.unit_id "
+            "AND b.entity_id != a.entity_id JOIN entities e ON e.id = a.entity_id AND e.bank_id = ? "
+            "WHERE a.entity_id = ? GROUP BY b.entity_id ORDER BY n DESC, b.entity_id LIMIT ?",
+            (bank_id, entity_id, _page(limit, 0)[0]),
+        )
+        return [(r[0], int(r[1])) for r in rows]
 
     # retrieval -----------------------------------------------------------------------------------
     @staticmethod
@@ -1319,6 +1397,17 @@ class SQLiteGraphStore:
             ).fetchall()
         return [self._job(r) for r in rows]
 
+    def page_jobs(self, bank_id: str, status: JobStatus | None = None, *, limit: int = 50,
+                  offset: int = 0) -> list[Job]:
+        """One page of a bank's jobs, newest first."""
+        sql, args = "SELECT * FROM jobs WHERE bank_id = ?", list[Any]([bank_id])
+        if status is not None:
+            sql += " AND status = ?"
+            args.append(JobStatus(status).value)
+        rows = self._con().execute(sql + " ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?",
+                                   [*args, *_page(limit, offset)]).fetchall()
+        return [self._job(r) for r in rows]
+
     def stats(self, bank_id: str) -> dict[str, Any]:
         """Counts of documents, units per network, entities, links and jobs."""
         con = self._con()
@@ -1355,3 +1444,8 @@ class SQLiteGraphStore:
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+def _page(limit: int, offset: int) -> tuple[int, int]:
+    """LIMIT and OFFSET values: never negative (SQLite reads a negative LIMIT as "no limit")."""
+    return max(0, int(limit)), max(0, int(offset))

@@ -1,0 +1,414 @@
+"""What each view of the explorer reads and writes, as JSON-ready dicts, a page at a time.
+
+Everything goes through the public ``Bank`` API or the graph store's protocols (``stores.base``), scoped by
+bank: this module holds no memory logic, only the shape the page wants. Lists are paged on the server
+(``limit``/``offset``, at most ``MAX_PAGE`` rows) so that a bank of any size is never read whole; the entity
+graph starts from the ``limit`` most mentioned entities and grows one node's neighbourhood at a time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import BankNotFoundError, InvalidInputError
+from ..inputs import document_input
+from ..models import (
+    Document,
+    DocumentStatus,
+    Entity,
+    Job,
+    JobStatus,
+    LinkType,
+    Memory,
+    Message,
+    Network,
+    Recall,
+)
+from ..observation_job import observation_document_id
+
+if TYPE_CHECKING:
+    from ..bank import Bank
+    from ..hindsight import Hindsight
+
+MAX_PAGE = 500
+MAX_GRAPH_NODES = 300
+MAX_VISIBLE = 300
+"""Most nodes already on screen that an expansion links new nodes to (bounds the co-occurrence query)."""
+PREVIEW_CHARS = 240
+MAX_LINKS = 50
+EDGES_PER_NODE = 4
+"""Edges drawn per node of the graph, the strongest (in a large bank nearly every pair of frequent entities is
+mentioned together somewhere: 1,700 edges among 60 nodes draw a hairball and take the layout seconds)."""
+
+
+class NotFoundError(LookupError):
+    """A memory, entity, opinion or job that the bank does not hold (HTTP 404)."""
+
+
+def page_args(limit: int, offset: int) -> tuple[int, int]:
+    """Checked paging arguments: ``1 <= limit <= MAX_PAGE``, ``offset >= 0``."""
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidInputError(f"limit must be between 1 and {MAX_PAGE}, not {limit}")
+    if offset < 0:
+        raise InvalidInputError(f"offset must not be negative, not {offset}")
+    return limit, offset
+
+
+def _page(items: list[Any], limit: int, offset: int, *, total: int | None = None,
+          fetched: int | None = None) -> dict[str, Any]:
+    """A page of ``items``. With a ``total``, more follow when it is beyond this page; without one, the caller
+    asked the store for ``limit + 1`` rows and got ``fetched``: more follow when it got the extra row."""
+    more = offset + limit < total if total is not None else (fetched or 0) > limit
+    return {"items": items[:limit], "limit": limit, "offset": offset, "total": total, "has_more": more}
+
+
+def memory_json(m: Memory) -> dict[str, Any]:
+    """Every field of a memory but its bank id."""
+    return m.model_dump(mode="json", exclude={"bank_id"})
+
+
+def brief_json(m: Memory) -> dict[str, Any]:
+    """What a list of related memories shows: id, text, network, dates, document."""
+    return {"id": m.id, "text": m.text, "network": m.network.value,
+            "occurred_start": _iso(m.occurred_start), "mentioned_at": _iso(m.mentioned_at),
+            "document_id": m.document_id}
+
+
+def entity_json(e: Entity) -> dict[str, Any]:
+    """Every field of an entity but its bank id."""
+    return e.model_dump(mode="json", exclude={"bank_id"})
+
+
+def job_json(j: Job) -> dict[str, Any]:
+    """Every field of a job but its bank id."""
+    return j.model_dump(mode="json", exclude={"bank_id"})
+
+
+def _iso(value: Any) -> str | None:
+    return value.isoformat().replace("+00:00", "Z") if value is not None else None
+
+
+def document_json(d: Document, *, full: bool = False) -> dict[str, Any]:
+    """A document's fields; its content as a short preview, or (``full``) parsed into messages or text."""
+    out = d.model_dump(mode="json", exclude={"bank_id", "content", "options", "revision"})
+    out["chars"] = len(d.content)
+    messages = _messages(d)
+    if full:
+        if messages is None:
+            out["text"] = d.content
+        else:
+            out["messages"] = messages
+        out["options"] = d.options
+    else:
+        first = messages[0]["text"] if messages else d.content
+        out["preview"] = first[:PREVIEW_CHARS]
+        out["message_count"] = len(messages) if messages is not None else None
+    return out
+
+
+def _messages(d: Document) -> list[dict[str, Any]] | None:
+    """The document's messages (id, speaker, text, timestamp), or None when it holds plain text."""
+    try:
+        parsed = document_input(d)
+    except InvalidInputError:  # content that does not parse the way it was recorded: shown as text
+        return None
+    if isinstance(parsed, str | Mapping):
+        return None
+    out = []
+    for m in parsed:  # document_input gives Message models; the other shapes of RetainInput are read alike
+        msg = m if isinstance(m, Message) else Message.model_validate(m if isinstance(m, Mapping) else {"text": m})
+        out.append({"id": msg.id, "speaker": msg.speaker, "text": msg.text, "timestamp": _iso(msg.timestamp)})
+    return out
+
+
+def strongest(edges: list[dict[str, Any]], cap: int, per_node: int = 2) -> list[dict[str, Any]]:
+    """The edges worth drawing: each node's ``per_node`` strongest (so no node loses all its links), then the
+    strongest of the rest, up to ``cap`` in all (more when the per-node ones alone exceed it); strongest first."""
+    ordered = sorted(edges, key=lambda e: (-e["weight"], e["source"], e["target"]))
+    degree: dict[str, int] = {}
+    keep: list[int] = []
+    for i, e in enumerate(ordered):
+        if degree.get(e["source"], 0) < per_node or degree.get(e["target"], 0) < per_node:
+            keep.append(i)
+            for end in (e["source"], e["target"]):
+                degree[end] = degree.get(end, 0) + 1
+    chosen = set(keep)
+    for i in range(len(ordered)):
+        if len(chosen) >= cap:
+            break
+        chosen.add(i)
+    return [ordered[i] for i in sorted(chosen)]
+
+
+class Explorer:
+    """The explorer's reads and its one write (forget) over an open ``Hindsight``; thread-safe."""
+
+    def __init__(self, hs: Hindsight) -> None:
+        self.hs = hs
+        self.store = hs.store
+        self._banks: dict[str, Bank] = {}
+        self._graphs: dict[tuple[str, int], tuple[tuple[int, tuple[str, ...]], dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def bank(self, bank_id: str) -> Bank:
+        """The bank, or ``BankNotFoundError`` (a bank deleted meanwhile is not found either)."""
+        if not bank_id or self.store.get_bank(bank_id) is None:
+            known = [b.id for b in self.store.list_banks()][:20]
+            raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {known}")
+        with self._lock:
+            bank = self._banks.get(bank_id)
+            if bank is None:  # Hindsight.bank checks the vector collection: once per bank is enough
+                bank = self._banks[bank_id] = self.hs.bank(bank_id, create=False)
+        return bank
+
+    # banks ---------------------------------------------------------------------------------------------------
+    def banks(self) -> list[dict[str, Any]]:
+        """Every bank with its number of memories."""
+        return [{"id": b.id, "name": b.name, "created_at": _iso(b.created_at),
+                 "memories": self.store.count_units(b.id)} for b in self.store.list_banks()]
+
+    def summary(self, bank_id: str) -> dict[str, Any]:
+        """Profile and number of memories: what every view needs first, cheap at any size."""
+        profile = self.bank(bank_id).profile
+        return {"profile": profile.model_dump(mode="json"), "memories": self.store.count_units(bank_id)}
+
+    def counts(self, bank_id: str) -> dict[str, Any]:
+        """Memories per network (a scan of the bank per network: the page asks for it after showing a page)."""
+        self.bank(bank_id)
+        return {"networks": {n.value: self.store.count_units(bank_id, network=n) for n in Network}}
+
+    def stats(self, bank_id: str) -> dict[str, Any]:
+        """The bank's full counts (``Bank.stats``: documents and jobs by status, links by type, vectors)."""
+        return self.bank(bank_id).stats()
+
+    # memories ------------------------------------------------------------------------------------------------
+    def memories(
+        self, bank_id: str, *, network: Network | None = None, entity_id: str | None = None,
+        document_id: str | None = None, limit: int = 50, offset: int = 0,
+    ) -> dict[str, Any]:
+        """One page of memories, newest first; by network, by entity, or a document's (in document order)."""
+        limit, offset = page_args(limit, offset)
+        self.bank(bank_id)
+        if document_id is not None:
+            ids = self.store.units_of_document(bank_id, document_id)
+            if network is not None or entity_id is not None:
+                kept = {m.id for m in self.store.get_units(bank_id, ids)
+                        if (network is None or m.network == network)}
+                if entity_id is not None:
+                    kept &= set(self.store.units_of_entity(bank_id, entity_id))
+                ids = [i for i in ids if i in kept]
+            total: int = len(ids)
+            page_ids = ids[offset : offset + limit]
+        else:
+            page_ids = self.store.page_units(bank_id, network=network, entity_id=entity_id, limit=limit,
+                                             offset=offset)
+            total = self.store.count_units(bank_id, network=network, entity_id=entity_id)
+        items = [memory_json(m) for m in self.store.get_units(bank_id, page_ids)]
+        return _page(items, limit, offset, total=total)
+
+    def memory(self, bank_id: str, memory_id: str) -> dict[str, Any]:
+        """A memory with its provenance: the source messages inside its document, the document, its entities
+        (with ids), its stored links and, for an opinion, its history."""
+        bank = self.bank(bank_id)
+        m = bank.get(memory_id)
+        if m is None:
+            raise NotFoundError(f"no memory {memory_id!r} in bank {bank_id!r}")
+        doc = self.store.get_document(bank_id, m.document_id) if m.document_id else None
+        sources: list[dict[str, Any]] = []
+        if doc is not None:
+            wanted = set(m.sources)
+            sources = [msg for msg in (_messages(doc) or []) if msg["id"] is not None and msg["id"] in wanted]
+        entities = []
+        for name in m.entities:
+            found = self.store.find_entity(bank_id, name)
+            entities.append({"id": found.id if found else None, "name": name})
+        edges = self.store.neighbors(bank_id, [m.id], link_types=list(LinkType), entity_fanout=0)
+        edges = sorted(edges, key=lambda e: (-e.weight, e.target_id))[:MAX_LINKS]
+        linked = {u.id: u for u in self.store.get_units(bank_id, [e.target_id for e in edges])}
+        links = [{"type": e.type, "weight": e.weight, "memory": brief_json(linked[e.target_id])}
+                 for e in edges if e.target_id in linked]
+        out: dict[str, Any] = {
+            "memory": memory_json(m), "document": document_json(doc) if doc is not None else None,
+            "sources": sources, "entities": entities, "links": links,
+        }
+        if m.network == Network.OPINION:
+            out["history"] = self._history(bank_id, m.id)
+        return out
+
+    # entities and the graph ----------------------------------------------------------------------------------
+    def entities(self, bank_id: str, *, query: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """One page of entities, most mentioned first, optionally those whose name contains ``query``."""
+        limit, offset = page_args(limit, offset)
+        self.bank(bank_id)
+        rows = self.store.page_entities(bank_id, query=query, limit=limit + 1, offset=offset)
+        return _page([entity_json(e) for e in rows[:limit]], limit, offset, fetched=len(rows))
+
+    def entity(self, bank_id: str, *, entity_id: str | None = None, name: str | None = None,
+               related: int = 20) -> dict[str, Any]:
+        """An entity (by id, or by name or alias) with its current observation and the entities most often
+        mentioned with it."""
+        self.bank(bank_id)
+        found: Entity | None = None
+        if entity_id:
+            got = self.store.get_entities(bank_id, [entity_id])
+            found = got[0] if got else None
+        elif name:
+            found = self.store.find_entity(bank_id, name)
+        if found is None:
+            raise NotFoundError(f"no entity {entity_id or name!r} in bank {bank_id!r}")
+        pairs = self.store.related_entities(bank_id, found.id, limit=related)
+        others = {e.id: e for e in self.store.get_entities(bank_id, [i for i, _ in pairs])}
+        return {
+            "entity": entity_json(found),
+            "observation": self._observation(bank_id, found.id),
+            "related": [{"entity": entity_json(others[i]), "shared": n} for i, n in pairs if i in others],
+        }
+
+    def _observation(self, bank_id: str, entity_id: str) -> dict[str, Any] | None:
+        # The same lookup as Bank.observation, by id: names can be ambiguous, ids are not.
+        ids = self.store.units_of_document(bank_id, observation_document_id(entity_id))
+        units = self.store.get_units(bank_id, ids[:1])
+        return memory_json(units[0]) if units else None
+
+    def graph(self, bank_id: str, *, limit: int = 60) -> dict[str, Any]:
+        """The ``limit`` most mentioned entities and how many memories each pair shares."""
+        if not 1 <= limit <= MAX_GRAPH_NODES:
+            raise InvalidInputError(f"limit must be between 1 and {MAX_GRAPH_NODES}, not {limit}")
+        self.bank(bank_id)
+        # Counting co-mentions among the top entities reads most of the bank's mentions (about 0.5 s at 100k
+        # memories), so the answer is kept until the bank's memories change (their number or the newest one).
+        version = (self.store.count_units(bank_id), tuple(self.store.page_units(bank_id, limit=1)))
+        key = (bank_id, limit)
+        with self._lock:
+            cached = self._graphs.get(key)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        top = self.store.page_entities(bank_id, limit=limit)
+        edges = self._edges(bank_id, [e.id for e in top])
+        graph = {"nodes": [self._node(bank_id, e) for e in top], "edges": strongest(edges, EDGES_PER_NODE * limit),
+                 "edges_total": len(edges)}
+        with self._lock:
+            self._graphs[key] = (version, graph)
+        return graph
+
+    def expand(self, bank_id: str, entity_id: str, *, limit: int = 15,
+               visible: Sequence[str] = ()) -> dict[str, Any]:
+        """The ``limit`` entities most often mentioned with ``entity_id``, and the edges that link them to it, to
+        each other and to the ``visible`` nodes already shown."""
+        if not 1 <= limit <= MAX_GRAPH_NODES:
+            raise InvalidInputError(f"limit must be between 1 and {MAX_GRAPH_NODES}, not {limit}")
+        self.bank(bank_id)
+        if not self.store.get_entities(bank_id, [entity_id]):
+            raise NotFoundError(f"no entity {entity_id!r} in bank {bank_id!r}")
+        pairs = self.store.related_entities(bank_id, entity_id, limit=limit)
+        new = self.store.get_entities(bank_id, [i for i, _ in pairs])
+        new_ids = {e.id for e in new}
+        shown = [v for v in dict.fromkeys(visible) if v not in new_ids][:MAX_VISIBLE]
+        edges = [e for e in self._edges(bank_id, [*new_ids, *shown, entity_id])
+                 if e["source"] in new_ids or e["target"] in new_ids]
+        # Every new node keeps its link to the expanded one; the others compete for the rest.
+        own = [e for e in edges if entity_id in (e["source"], e["target"])]
+        rest = strongest([e for e in edges if entity_id not in (e["source"], e["target"])], EDGES_PER_NODE * limit)
+        return {"nodes": [self._node(bank_id, e) for e in new], "edges": own + rest, "edges_total": len(edges)}
+
+    def _node(self, bank_id: str, e: Entity) -> dict[str, Any]:
+        has_observation = bool(self.store.units_of_document(bank_id, observation_document_id(e.id)))
+        return {"id": e.id, "name": e.name, "type": e.type.value, "mentions": e.mention_count,
+                "observation": has_observation}
+
+    def _edges(self, bank_id: str, ids: list[str]) -> list[dict[str, Any]]:
+        pairs = self.store.entity_cooccurrence(bank_id, list(dict.fromkeys(ids)))
+        return [{"source": a, "target": b, "weight": n} for (a, b), n in sorted(pairs.items())]
+
+    # opinions ------------------------------------------------------------------------------------------------
+    def opinions(self, bank_id: str, *, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """One page of opinions, newest first, each with its confidence history."""
+        limit, offset = page_args(limit, offset)
+        self.bank(bank_id)
+        ids = self.store.page_units(bank_id, network=Network.OPINION, limit=limit, offset=offset)
+        total = self.store.count_units(bank_id, network=Network.OPINION)
+        items = []
+        for m in self.store.get_units(bank_id, ids):
+            items.append({**memory_json(m), "history": [e.model_dump(mode="json")
+                                                         for e in self.store.opinion_history(bank_id, m.id)]})
+        return _page(items, limit, offset, total=total)
+
+    def opinion(self, bank_id: str, opinion_id: str) -> dict[str, Any]:
+        """An opinion with every step of its history and the evidence memories of each step."""
+        m = self.bank(bank_id).get(opinion_id)
+        if m is None or m.network != Network.OPINION:
+            raise NotFoundError(f"no opinion {opinion_id!r} in bank {bank_id!r}")
+        return {"opinion": memory_json(m), "history": self._history(bank_id, m.id)}
+
+    def _history(self, bank_id: str, opinion_id: str) -> list[dict[str, Any]]:
+        events = self.store.opinion_history(bank_id, opinion_id)
+        evidence = {u.id: u for u in self.store.get_units(bank_id, [i for e in events for i in e.evidence])}
+        return [{**e.model_dump(mode="json"),
+                 "evidence_memories": [brief_json(evidence[i]) if i in evidence else {"id": i, "missing": True}
+                                       for i in e.evidence]}
+                for e in events]
+
+    # documents and jobs --------------------------------------------------------------------------------------
+    def documents(self, bank_id: str, *, status: DocumentStatus | None = None, limit: int = 50,
+                  offset: int = 0) -> dict[str, Any]:
+        """One page of documents, newest first, each with a preview and its number of memories."""
+        limit, offset = page_args(limit, offset)
+        self.bank(bank_id)
+        rows = self.store.page_documents(bank_id, status, limit=limit + 1, offset=offset)
+        items = [{**document_json(d), "memories": len(self.store.units_of_document(bank_id, d.id))}
+                 for d in rows[:limit]]
+        return _page(items, limit, offset, fetched=len(rows))
+
+    def document(self, bank_id: str, document_id: str) -> dict[str, Any]:
+        """A document in full (messages or text, metadata, status and error) and its number of memories."""
+        doc = self.bank(bank_id).document(document_id)
+        return {"document": document_json(doc, full=True),
+                "memories": len(self.store.units_of_document(bank_id, document_id))}
+
+    def jobs(self, bank_id: str, *, status: JobStatus | None = None, limit: int = 50,
+             offset: int = 0) -> dict[str, Any]:
+        """One page of background jobs, newest first, with status, attempts and error."""
+        limit, offset = page_args(limit, offset)
+        self.bank(bank_id)
+        rows = self.store.page_jobs(bank_id, status, limit=limit + 1, offset=offset)
+        return _page([job_json(j) for j in rows[:limit]], limit, offset, fetched=len(rows))
+
+    # recall and forget ---------------------------------------------------------------------------------------
+    def recall(
+        self, bank_id: str, query: str, *, budget: int = 2000, max_memories: int | None = None,
+        networks: Sequence[str] | None = None, reference_time: str | None = None,
+    ) -> dict[str, Any]:
+        """``Bank.recall`` with the trace: the memories returned, then every candidate with its fused rank and
+        score, its rank and raw score per channel, its tokens and whether it was returned; stage timings."""
+        bank = self.bank(bank_id)
+        t = time.perf_counter()
+        rec: Recall = bank.recall(query, budget=budget, max_memories=max_memories, networks=networks or None,
+                                  reference_time=reference_time or None, trace=True)
+        elapsed = (time.perf_counter() - t) * 1000
+        trace = rec.trace
+        candidates: list[dict[str, Any]] = []
+        out: dict[str, Any] = {"query": rec.query, "tokens": rec.tokens, "budget": budget,
+                               "elapsed_ms": round(elapsed, 1), "memories": [memory_json(m) for m in rec.memories]}
+        if trace is not None:
+            items = sorted(trace.items, key=lambda i: i.fused_rank)
+            texts = {u.id: u for u in self.store.get_units(bank_id, [i.memory_id for i in items])}
+            for item in items:
+                m = texts.get(item.memory_id)
+                candidates.append({**item.model_dump(mode="json"), "memory": brief_json(m) if m else None})
+            out["trace"] = {
+                "reference_time": _iso(trace.reference_time),
+                "time_range": trace.time_range.model_dump(mode="json") if trace.time_range else None,
+                "channel_sizes": trace.channel_sizes, "timings_ms": trace.timings_ms, "budget": trace.budget,
+                "channels": [c for c in ("semantic", "keyword", "graph", "temporal") if c in trace.channel_sizes],
+            }
+        out["candidates"] = candidates
+        return out
+
+    def forget(self, bank_id: str, *, memory_id: str | None = None, document_id: str | None = None,
+               entity: str | None = None) -> dict[str, Any]:
+        """``Bank.forget``: one memory, a document and its memories, or every memory mentioning an entity."""
+        deleted = self.bank(bank_id).forget(memory_id=memory_id, document_id=document_id, entity=entity)
+        return {"deleted": deleted}

@@ -1,0 +1,264 @@
+"""The explorer's JSON API: one endpoint per thing a view shows, each a thin wrapper around ``queries``.
+
+Ids a caller chose (bank, document) travel in the query string or the JSON body, never in the path: they may
+hold ``/`` or ``%``. Reads are ``GET``; the one write is ``POST /api/forget`` (token required, see ``auth``).
+``POST /api/recall`` is a read with a body. Endpoints are plain functions: Starlette runs them in its thread
+pool, where the stores' blocking calls belong.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from enum import StrEnum
+from typing import Any, TypeVar
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from .. import __version__
+from ..errors import InvalidInputError
+from ..models import DocumentStatus, JobStatus, Network
+from .auth import TOKEN_HEADER, Guard
+from .queries import Explorer
+
+E = TypeVar("E", bound=StrEnum)
+MAX_BODY = 64 * 1024
+
+
+class ForbiddenError(Exception):
+    """A request without the explorer's token where one is needed (HTTP 403)."""
+
+
+class UnsupportedMediaError(Exception):
+    """A write whose body is not JSON (HTTP 415): only JSON requests need a CORS preflight."""
+
+
+def _explorer(request: Request) -> Explorer:
+    explorer: Explorer = request.app.state.explorer
+    return explorer
+
+
+def _guard(request: Request, *, write: bool) -> None:
+    guard: Guard = request.app.state.guard
+    if (write or guard.reads_need_token) and not guard.token_ok(request.headers.get(TOKEN_HEADER)):
+        raise ForbiddenError("this needs the explorer's token (printed when 'hindsight ui' started; "
+                             f"sent as the {TOKEN_HEADER} header)")
+
+
+def _str(request: Request, name: str, *, required: bool = False) -> str | None:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        if required:
+            raise InvalidInputError(f"missing query parameter {name!r}")
+        return None
+    return value
+
+
+def _bank(request: Request) -> str:
+    value = _str(request, "bank", required=True)
+    assert value is not None
+    return value
+
+
+def _int(request: Request, name: str, default: int) -> int:
+    value = request.query_params.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidInputError(f"{name} must be a whole number, not {value!r}") from None
+
+
+def _enum(kind: type[E], value: str | None, name: str) -> E | None:
+    if value is None or value == "":
+        return None
+    try:
+        return kind(value)
+    except ValueError:
+        raise InvalidInputError(f"unknown {name} {value!r}; use one of {[k.value for k in kind]}") from None
+
+
+def _page(request: Request, default: int = 50) -> dict[str, int]:
+    return {"limit": _int(request, "limit", default), "offset": _int(request, "offset", 0)}
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
+        raise UnsupportedMediaError("send the request body as JSON (Content-Type: application/json)")
+    raw = await request.body()
+    if len(raw) > MAX_BODY:
+        raise InvalidInputError(f"request body over {MAX_BODY} bytes")
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError as exc:
+        raise InvalidInputError(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidInputError("the request body must be a JSON object")
+    return data
+
+
+def _opt_str(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{name} must be a string")
+    return value
+
+
+def _read(handler: Callable[[Explorer, Request], Any]) -> Callable[[Request], JSONResponse]:
+    """A GET endpoint: token check (when reads need it), then ``handler``'s result as JSON."""
+    def endpoint(request: Request) -> JSONResponse:
+        _guard(request, write=False)
+        return JSONResponse(handler(_explorer(request), request))
+
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
+
+
+# reads ---------------------------------------------------------------------------------------------------------
+def health(request: Request) -> JSONResponse:
+    """Liveness and the token policy (never guarded: the page asks it before it has a token)."""
+    guard: Guard = request.app.state.guard
+    return JSONResponse({"ok": True, "version": __version__, "reads_need_token": guard.reads_need_token,
+                         "token_header": TOKEN_HEADER})
+
+
+def banks(ex: Explorer, request: Request) -> Any:
+    """Every bank with its number of memories."""
+    return {"banks": ex.banks()}
+
+
+def bank(ex: Explorer, request: Request) -> Any:
+    """A bank's profile and number of memories."""
+    return ex.summary(_bank(request))
+
+
+def counts(ex: Explorer, request: Request) -> Any:
+    """A bank's memory counts per network."""
+    return ex.counts(_bank(request))
+
+
+def stats(ex: Explorer, request: Request) -> Any:
+    """A bank's full counts (``Bank.stats``)."""
+    return ex.stats(_bank(request))
+
+
+def memories(ex: Explorer, request: Request) -> Any:
+    """A page of memories: ``network``, ``entity`` (id), ``document``, ``limit``, ``offset``."""
+    return ex.memories(_bank(request), network=_enum(Network, _str(request, "network"), "network"),
+                       entity_id=_str(request, "entity"), document_id=_str(request, "document"), **_page(request))
+
+
+def memory(ex: Explorer, request: Request) -> Any:
+    """One memory with its provenance (``id``)."""
+    return ex.memory(_bank(request), _str(request, "id", required=True) or "")
+
+
+def entities(ex: Explorer, request: Request) -> Any:
+    """A page of entities, most mentioned first (``q`` filters by name)."""
+    return ex.entities(_bank(request), query=_str(request, "q"), **_page(request))
+
+
+def entity(ex: Explorer, request: Request) -> Any:
+    """One entity (``id`` or ``name``) with its observation and related entities."""
+    entity_id, name = _str(request, "id"), _str(request, "name")
+    if not entity_id and not name:
+        raise InvalidInputError("give the entity's id or name")
+    return ex.entity(_bank(request), entity_id=entity_id, name=name)
+
+
+def graph(ex: Explorer, request: Request) -> Any:
+    """The top-``limit`` entities by mentions and their co-occurrence edges."""
+    return ex.graph(_bank(request), limit=_int(request, "limit", 60))
+
+
+def expand(ex: Explorer, request: Request) -> Any:
+    """The entities most often mentioned with ``entity`` (``visible``: ids already drawn, repeatable)."""
+    return ex.expand(_bank(request), _str(request, "entity", required=True) or "", limit=_int(request, "limit", 15),
+                     visible=request.query_params.getlist("visible"))
+
+
+def opinions(ex: Explorer, request: Request) -> Any:
+    """A page of opinions with their histories."""
+    return ex.opinions(_bank(request), **_page(request))
+
+
+def opinion(ex: Explorer, request: Request) -> Any:
+    """One opinion with its history and each step's evidence (``id``)."""
+    return ex.opinion(_bank(request), _str(request, "id", required=True) or "")
+
+
+def documents(ex: Explorer, request: Request) -> Any:
+    """A page of documents (``status`` filters)."""
+    return ex.documents(_bank(request), status=_enum(DocumentStatus, _str(request, "status"), "status"),
+                        **_page(request))
+
+
+def document(ex: Explorer, request: Request) -> Any:
+    """One document in full (``id``)."""
+    return ex.document(_bank(request), _str(request, "id", required=True) or "")
+
+
+def jobs(ex: Explorer, request: Request) -> Any:
+    """A page of background jobs (``status`` filters)."""
+    return ex.jobs(_bank(request), status=_enum(JobStatus, _str(request, "status"), "status"), **_page(request))
+
+
+# recall (a read with a body) and forget (the one write) -----------------------------------------------------------
+async def recall(request: Request) -> JSONResponse:
+    """``{bank, query, budget?, max_memories?, networks?, reference_time?}`` -> memories and the full trace."""
+    from starlette.concurrency import run_in_threadpool
+
+    _guard(request, write=False)
+    body = await _body(request)
+    bank_id = _opt_str(body, "bank") or ""
+    query = _opt_str(body, "query")
+    if not query or not query.strip():
+        raise InvalidInputError("recall needs a query")
+    budget = body.get("budget", 2000)
+    max_memories = body.get("max_memories")
+    networks = body.get("networks") or None
+    for name, value in (("budget", budget), ("max_memories", max_memories)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            raise InvalidInputError(f"{name} must be a positive whole number")
+    if networks is not None and (not isinstance(networks, list) or not all(isinstance(n, str) for n in networks)):
+        raise InvalidInputError("networks must be a list of network names")
+    for n in networks or []:
+        _enum(Network, n, "network")
+    result = await run_in_threadpool(
+        _explorer(request).recall, bank_id, query, budget=budget, max_memories=max_memories, networks=networks,
+        reference_time=_opt_str(body, "reference_time"),
+    )
+    return JSONResponse(result)
+
+
+async def forget(request: Request) -> JSONResponse:
+    """``{bank, memory_id | document_id | entity}`` -> ``{deleted}``; needs the token."""
+    from starlette.concurrency import run_in_threadpool
+
+    _guard(request, write=True)
+    body = await _body(request)
+    bank_id = _opt_str(body, "bank") or ""
+    targets = {k: _opt_str(body, k) for k in ("memory_id", "document_id", "entity")}
+    if sum(v is not None for v in targets.values()) != 1:
+        raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
+    result = await run_in_threadpool(_explorer(request).forget, bank_id, **targets)
+    return JSONResponse(result)
+
+
+def api_routes() -> list[Route]:
+    """Every API route, under ``/api``."""
+    reads = {"banks": banks, "bank": bank, "counts": counts, "stats": stats, "memories": memories, "memory": memory,
+             "entities": entities, "entity": entity, "graph": graph, "graph/expand": expand,
+             "opinions": opinions, "opinion": opinion, "documents": documents, "document": document, "jobs": jobs}
+    return [
+        Route("/api/health", health, methods=["GET"]),
+        *(Route(f"/api/{path}", _read(handler), methods=["GET"]) for path, handler in reads.items()),
+        Route("/api/recall", recall, methods=["POST"]),
+        Route("/api/forget", forget, methods=["POST"]),
+    ]

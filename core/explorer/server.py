@@ -1,0 +1,98 @@
+"""Running the explorer: open the store, bind the port, print the address with the token, serve until Ctrl-C.
+
+The store is opened like any other process opens it (it joins the leases, so it takes over what a dead process
+left), but without a background worker: the explorer only reads, forgets on request, and never runs model
+work. The socket is bound before anything is printed, so the printed address is live and ``--port 0`` prints
+the free port it got.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .auth import Guard, is_loopback
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+
+@dataclass(frozen=True)
+class Where:
+    """Which store to open: a directory (embedded default), or a graph store and a vector index."""
+
+    path: Path | None = None
+    graph: str | None = None
+    vectors: str | None = None
+
+    def describe(self) -> str:
+        """For the banner."""
+        return f"{self.graph} + {self.vectors}" if self.graph else str(self.path)
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready TCP socket on ``host:port`` (``port`` 0: a free one)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (pass another --port, or 0 for "
+                      "any free one)") from exc
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(host: str, port: int) -> str:
+    """``http://host:port`` (IPv6 addresses in brackets)."""
+    name = host.strip("[]")
+    return f"http://[{name}]:{port}" if ":" in name else f"http://{name}:{port}"
+
+
+def serve(
+    where: Where,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    open_browser: bool = False,
+    out: Callable[..., None] = print,
+    **open_kwargs: Any,
+) -> None:
+    """Serve the explorer on ``host:port`` until interrupted; prints the address (with the token in its fragment,
+    which browsers never send to a server) and the token."""
+    import uvicorn
+
+    from ..hindsight import Hindsight
+    from .app import create_app
+
+    sock = bind(host, port)
+    try:
+        guard = Guard.for_host(host)
+        hs = (Hindsight.open(None, graph=where.graph, vectors=where.vectors, start_worker=False, **open_kwargs)
+              if where.graph else Hindsight.open(where.path, start_worker=False, **open_kwargs))
+        with hs:
+            app = create_app(hs, guard)
+            actual = sock.getsockname()[1]
+            url = url_of(host, actual)
+            out(f"Hindsight explorer for {where.describe()}")
+            out(f"  open:  {url}/#token={guard.token}")
+            out(f"  token: {guard.token}  (needed to forget{'' if guard.reads_need_token else '; reads are open'})")
+            if not is_loopback(host):
+                out(f"  warning: listening on {host}, not a loopback address: anyone who can reach it and has the "
+                    "token can read and forget memories; the connection is not encrypted")
+            out("  Ctrl-C stops it.")
+            sys.stdout.flush()
+            if open_browser:
+                import webbrowser
+
+                webbrowser.open(f"{url}/#token={guard.token}")
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+            uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
