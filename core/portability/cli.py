@@ -131,22 +131,27 @@ def cmd_import(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _describe(bank: BankMigration) -> list[str]:
+    from .migrate import TOP
+
     if bank.status == "failed":
         lines = [f"{bank.bank_id}: FAILED: {bank.reason}"]
     elif bank.status == "skipped":
         lines = [f"{bank.bank_id}: skipped ({bank.reason})"]
     else:
         same = sum(q.same_order for q in bank.queries)
+        top = sum(q.same_top for q in bank.queries)
+        low = min((q.overlap for q in bank.queries), default=1.0)
         lines = [f"{bank.bank_id}: copied and verified in {bank.seconds:.1f} s ({bank.memories_per_s:,.0f} "
-                 f"memories/s, vectors {bank.vectors}); counts equal, {same}/{len(bank.queries)} sample queries "
-                 "recall the same order"]
+                 f"memories/s, vectors {bank.vectors}); counts equal, {len(bank.queries)} sample queries: "
+                 f"{top} the same first {TOP}, {same} the same whole list, memories in common >= {low:.0%}"]
     if bank.source_counts:
         lines.append(f"  source: {bank.source_counts}")
     if bank.target_counts and bank.target_counts != bank.source_counts:
         lines.append(f"  target: {bank.target_counts}")
     for q in bank.queries:
-        if not q.same_order:
-            lines.append(f"  differs: {q.query[:60]!r}: {q.source_ids[:5]} vs {q.target_ids[:5]}")
+        if not q.matches:
+            lines.append(f"  differs: {q.query[:60]!r}: first {TOP} {q.source_ids[:TOP]} vs {q.target_ids[:TOP]}, "
+                         f"{q.overlap:.0%} in common")
     return lines
 
 
