@@ -168,11 +168,15 @@ def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
         sources = dict.fromkeys(s for m in cited for s in (m.sources or [m.id]))
         out(_indent(f"based on: {', '.join(sources) or '-'}"))
         for o in r.opinions:
-            out(_indent(f"opinion (confidence {o.confidence:.2f}): {o.text}"))
+            said = o.metadata.get("model_confidence")
+            why = (f"; computed from {len(cited)} cited memories at skepticism {s}, the model said {said:.2f}"
+                   if isinstance(said, float | int) else "")
+            out(_indent(f"opinion (confidence {o.confidence:.2f}{why}): {o.text}"))
         if not r.opinions:
             out(_indent("no opinion formed"))
         results.append({"disposition": label, "answer": r.answer, "known": r.known, "based_on": r.based_on,
-                        "opinions": [{"id": o.id, "text": o.text, "confidence": o.confidence} for o in r.opinions],
+                        "opinions": [{"id": o.id, "text": o.text, "confidence": o.confidence,
+                                      "model_confidence": o.metadata.get("model_confidence")} for o in r.opinions],
                         "system_message": r.system_message})
     return results
 

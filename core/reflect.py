@@ -8,6 +8,7 @@ dropped) and may form opinions, which are stored in the opinion network with the
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
@@ -18,6 +19,7 @@ from pydantic import BaseModel, Field
 from .disposition import verbalize
 from .errors import BankNotFoundError, InvalidInputError
 from .extract.base import ExtractedEntity, ExtractedFact
+from .grounded_confidence import grounded_confidence
 from .llm.base import LLM, ChatMessage
 from .llm.structured import astructured_call, structured_call
 from .models import (
@@ -36,6 +38,8 @@ from .recall.pipeline import RecallPipeline
 from .retain import FactWriter
 from .stores.base import BankStore, UnitStore
 from .validation import When
+
+log = logging.getLogger(__name__)
 
 DispositionLike = Disposition | Mapping[str, Any] | None
 """A disposition, or its fields as a mapping (validated), or None for the bank's own."""
@@ -78,6 +82,11 @@ def user_message(query: str, memories: list[Memory], reference_time: datetime) -
         lines.append(f"[{i}] ({date}, {m.network.value}{extra}) {m.text}")
     lines.append(f"Question: {query}")
     return "\n".join(lines)
+
+
+def _reference(recall: Recall) -> datetime | None:
+    """The reference time recall resolved ("now" for the question), from its trace."""
+    return recall.trace.reference_time if recall.trace is not None else None
 
 
 def _relevant(recall: Recall) -> bool:
@@ -134,7 +143,7 @@ class ReflectPipeline:
 
     def _finish(
         self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], messages: list[ChatMessage],
-        out: _Answer | None, opinion_document: str | None = None,
+        out: _Answer | None, opinion_document: str | None = None, reference: datetime | None = None,
     ) -> Reflection:
         system = messages[0]["content"]
         if out is None or not out.known:
@@ -142,26 +151,40 @@ class ReflectPipeline:
             return Reflection(query=query, answer=answer, known=False, memories=memories, disposition=disp,
                               system_message=system)
         based_on = list(dict.fromkeys(memories[n - 1].id for n in out.based_on if 1 <= n <= len(memories)))
-        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document)
+        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document,
+                                       grounded=(disp, reference or utcnow()))
         return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on,
                           opinions=opinions, memories=memories, disposition=disp, system_message=system)
 
     def store_opinions(
         self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None,
-        document_id: str | None = None,
+        document_id: str | None = None, grounded: tuple[Disposition, datetime] | None = None,
     ) -> list[Memory]:
         """Store opinions in the opinion network, each with its "formed" history event in the same transaction.
 
         ``based_on`` are memory ids of the bank; the opinion's sources are their message ids. ``document_id``
         names the synthetic document they are stored under (default: a new one); storing under the same id
-        again replaces them, which makes a retried scheduled reflect store its opinions once.
+        again replaces them, which makes a retried scheduled reflect store its opinions once. ``grounded``
+        (the disposition and the reference time) replaces each opinion's confidence by the one its evidence
+        supports (``grounded_confidence``; the proposed number is kept as ``model_confidence``); an opinion
+        with no support left is not stored.
         """
         formed = [o for o in formed if o.text.strip()]
         if not formed:
             return []
         now = utcnow()
         evidence = self.store.get_units(bank_id, based_on)
+        order = {memory_id: i for i, memory_id in enumerate(based_on)}
+        evidence.sort(key=lambda m: order.get(m.id, len(order)))  # in the order the answer cited them
         based_on = [m.id for m in evidence]  # ids of other banks or unknown ids are not evidence
+        proposed = [o.confidence for o in formed]  # what the model (or the caller) said
+        if grounded is not None:
+            disposition, reference = grounded
+            confidence = grounded_confidence(evidence, [], disposition, reference)
+            if confidence <= 0.0:
+                log.info("reflect: %d opinion(s) without support under this disposition, not stored", len(formed))
+                return []
+            formed = [o.model_copy(update={"confidence": confidence}) for o in formed]
         sources = list(dict.fromkeys(s for m in evidence for s in m.sources))
         facts = [
             ExtractedFact(
@@ -173,6 +196,8 @@ class ReflectPipeline:
         doc = Document(id=document_id or f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "",
                        timestamp=now)
         meta: dict[str, Any] = {"based_on": based_on}
+        if grounded is not None:
+            meta["model_confidence"] = proposed
         if query:
             meta["query"] = query
 
@@ -184,8 +209,10 @@ class ReflectPipeline:
             ]
 
         result = self.write_facts(doc, facts, metadata=meta, opinion_events=formed_events)
-        for unit, opinion in zip(result.memories, formed, strict=True):
+        for unit, opinion, said in zip(result.memories, formed, proposed, strict=True):
             unit.metadata["rationale"] = opinion.rationale
+            if grounded is not None:
+                unit.metadata["model_confidence"] = said
         return result.memories
 
     def reflect(
@@ -197,7 +224,7 @@ class ReflectPipeline:
         out = None
         if _relevant(recall):
             out = structured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
-        return self._finish(bank_id, query, disp, memories, messages, out, opinion_document)
+        return self._finish(bank_id, query, disp, memories, messages, out, opinion_document, _reference(recall))
 
     async def areflect(
         self, bank_id: str, query: str, *, disposition: DispositionLike = None, budget: int = 2000,
@@ -212,4 +239,5 @@ class ReflectPipeline:
             if _relevant(recall)
             else None
         )
-        return await asyncio.to_thread(self._finish, bank_id, query, disp, memories, messages, out)
+        return await asyncio.to_thread(self._finish, bank_id, query, disp, memories, messages, out, None,
+                                       _reference(recall))

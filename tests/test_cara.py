@@ -14,7 +14,8 @@ from scripted_llm import ScriptedLLM
 
 from hindsight_core import Disposition, Hindsight
 from hindsight_core.disposition import opinion_step
-from hindsight_core.models import JobStatus, Network
+from hindsight_core.grounded_confidence import grounded_confidence
+from hindsight_core.models import JobStatus, Network, utcnow
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 FACTS = [
@@ -58,13 +59,18 @@ def test_reflect_stores_opinions_with_their_formation(tmp_path: Path) -> None:
         result = bank.reflect("What do you think of Ana's running?")
         assert [o.text for o in result.opinions] == ["Ana is a dedicated runner."]
         opinion = bank.opinions()[0]
-        assert opinion.network == Network.OPINION and opinion.confidence == 0.7
+        # The confidence is the evidence's (two memories, bank disposition), not the model's 0.7, which is kept.
+        cited = bank.memories(result.based_on)
+        expected = grounded_confidence(cited, [], bank.profile.disposition, utcnow())
+        assert opinion.network == Network.OPINION and opinion.confidence == pytest.approx(expected, abs=1e-3)
+        assert 0 < opinion.confidence < 0.95 and opinion.confidence != 0.7
+        assert result.opinions[0].metadata["model_confidence"] == 0.7
         assert "Ana" in opinion.entities
         assert set(opinion.metadata["based_on"]) == set(result.based_on)
         assert set(opinion.sources) <= {"m1", "m2", "m3"} and opinion.sources
         history = bank.opinion_history(opinion.id)
         assert [e.label for e in history] == ["formed"]
-        assert history[0].new_confidence == 0.7 and history[0].evidence == result.based_on
+        assert history[0].new_confidence == opinion.confidence and history[0].evidence == result.based_on
         # opinions take part in recall as their own network
         assert [m.id for m in bank.recall("dedicated runner", networks=["opinion"]).memories] == [opinion.id]
 
@@ -116,17 +122,19 @@ def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
         up = bank.retain([{"speaker": "Ana", "text": "I signed up for the Porto marathon, training daily.",
                            "id": "m4"}], timestamp=T0 + timedelta(days=5), extract=False, background=True)
         assert bank.wait_idle(60)
+        formed = bank.opinion_history(opinion_id)[0].new_confidence  # grounded in one memory
+        assert formed is not None and 0 < formed < 0.95
         after_up = bank.memories([opinion_id])[0].confidence
-        assert after_up == pytest.approx(0.5 + step)
+        assert after_up == pytest.approx(min(1.0, formed + step))
         down = bank.retain([{"speaker": "Ana", "text": "I quit running entirely; Ana hates running now.",
                              "id": "m5"}], timestamp=T0 + timedelta(days=30), extract=False, background=True)
         assert bank.wait_idle(60)
         final = bank.memories([opinion_id])[0]
-        assert final.confidence == pytest.approx(0.5 + step - 2 * step)
+        assert final.confidence == pytest.approx(max(0.0, after_up - 2 * step))
         assert final.text == "Ana used to be a dedicated runner."
         history = bank.opinion_history(opinion_id)
         assert [e.label for e in history] == ["formed", "reinforce", "contradict"]
-        assert history[1].old_confidence == 0.5 and history[1].new_confidence == pytest.approx(after_up)
+        assert history[1].old_confidence == formed and history[1].new_confidence == pytest.approx(after_up)
         assert history[1].evidence == [up.memories[0].id]
         assert history[2].evidence == [down.memories[0].id]
         assert history[2].old_text == "Ana is a dedicated runner." and history[2].new_text == final.text

@@ -53,6 +53,10 @@ def test_two_dispositions_reflect_differently_over_the_same_memories(tmp_path: P
                 assert opinion.network == Network.OPINION and 0.0 <= (opinion.confidence or 0) <= 1.0
                 assert bank.opinion_history(opinion.id)[0].label == "formed"
         assert warm.known or cold.known
+        # The demo's two dispositions: confidence is computed from the cited evidence and the skepticism (1 vs 5),
+        # so the strict mind holds its judgment with visibly less confidence, whatever number the model wrote.
+        assert warm.opinions and cold.opinions
+        assert max(o.confidence or 0 for o in warm.opinions) >= max(o.confidence or 0 for o in cold.opinions) + 0.15
 
 
 def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path, qwen: LocalLLM) -> None:

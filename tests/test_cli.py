@@ -379,9 +379,14 @@ def test_demo_reflects_with_two_dispositions() -> None:
                        llm=ScriptedLLM([answer, answer]))
     first, second = summary["reflections"]
     assert first["system_message"] != second["system_message"]
-    assert [o["confidence"] for o in first["opinions"] + second["opinions"]] == [0.9, 0.4]
+    # Same two memories cited under both: the confidences are computed from that evidence and the skepticism
+    # (1 against 5), not copied from the model's 0.9 / 0.4, which are kept beside them.
+    warm, strict = first["opinions"][0], second["opinions"][0]
+    assert (warm["model_confidence"], strict["model_confidence"]) == (0.9, 0.4)
+    assert warm["confidence"] - strict["confidence"] >= 0.15 and strict["confidence"] > 0
     printed = "\n".join(lines)
-    assert "opinion (confidence 0.90)" in printed and "opinion (confidence 0.40)" in printed
+    assert f"opinion (confidence {warm['confidence']:.2f}; computed from 2 cited memories at skepticism 1" in printed
+    assert "the model said 0.40" in printed
 
 
 # ------------------------------------------------------------------------------------------------

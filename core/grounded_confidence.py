@@ -1,0 +1,76 @@
+"""An opinion's confidence, computed from the evidence it cites and the disposition, not from the model's number.
+
+Reflect's model proposes a stance and cites the numbered memories it relied on, and those that speak against it.
+Small models write a confidence between 0.75 and 0.95 whatever the evidence, and ignore the disposition in their
+prompt; so the number stored with an opinion formed by reflect is computed here, and the model's own number is
+kept beside it (``model_confidence``) for inspection only.
+
+The formula, for the distinct memories cited in support (``for``) and against (``against``)::
+
+    weight(m)      = kind(m) * recency(m)
+    kind(m)        = 1 for what was said or done (world, experience);
+                     INFERRED_WEIGHT * (5 - literalism) / 4 for inferred memories (observations, other opinions):
+                     a literal mind (5) counts only what was said
+    recency(m)     = max(MIN_RECENCY, 0.5 ** (age_days / HALF_LIFE_DAYS))   (age at the reference time)
+    S_for, S_against = the sums of weight over each side
+    corroboration  = (sources + n_for) / (2 * n_for)      sources = distinct documents among the ``for`` memories:
+                     1 when every memory comes from its own source, towards 0.5 when all share one
+    need           = NEED_PER_SKEPTICISM * skepticism     the support at which confidence reaches 63% of CEILING
+    confidence     = CEILING * (1 - exp(-S_for * corroboration / need)) * S_for / (S_for + S_against)
+
+Edges (tested): no support gives 0; one fresh memory from one source gives 0.87 at skepticism 1 and 0.37 at 5;
+three fresh memories from three sources give 0.87 at skepticism 3; support and equal opposition halve it; an
+inferred memory alone counts for nothing to a fully literal mind. Confidence never reaches 1 (``CEILING``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+from .models import Disposition, Memory, Network
+
+CEILING = 0.95
+"""No amount of remembered evidence makes an opinion certain."""
+NEED_PER_SKEPTICISM = 0.4
+"""Support needed per point of skepticism (1..5): 0.4 memories' worth at 1, 2.0 at 5."""
+INFERRED_WEIGHT = 0.5
+"""What an inferred memory (observation, opinion) weighs at literalism 1, against 1 for a fact."""
+HALF_LIFE_DAYS = 365.0
+"""Evidence a year old counts half."""
+MIN_RECENCY = 0.25
+"""Old evidence still counts this much."""
+
+INFERRED = frozenset({Network.OBSERVATION, Network.OPINION})
+
+
+def evidence_weight(memory: Memory, disposition: Disposition, reference: datetime) -> float:
+    """``kind * recency`` of one cited memory (see the module)."""
+    kind = 1.0
+    if memory.network in INFERRED:
+        kind = INFERRED_WEIGHT * (5 - disposition.literalism) / 4
+    when = memory.occurred_end or memory.occurred_start or memory.mentioned_at
+    recency = 1.0
+    if when is not None:
+        age_days = max(0.0, (reference - when).total_seconds() / 86400)
+        recency = max(MIN_RECENCY, 0.5 ** (age_days / HALF_LIFE_DAYS))
+    return kind * recency
+
+
+def grounded_confidence(
+    support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime
+) -> float:
+    """The confidence of an opinion resting on ``support`` and opposed by ``against`` (see the module)."""
+    opposing = {m.id for m in against}
+    support = list({m.id: m for m in support if m.id not in opposing}.values())
+    against = list({m.id: m for m in against}.values())
+    s_for = sum(evidence_weight(m, disposition, reference) for m in support)
+    if s_for <= 0.0:
+        return 0.0
+    s_against = sum(evidence_weight(m, disposition, reference) for m in against)
+    sources = len({m.document_id or m.id for m in support})
+    corroboration = (sources + len(support)) / (2 * len(support))
+    need = NEED_PER_SKEPTICISM * disposition.skepticism
+    value = CEILING * (1.0 - math.exp(-s_for * corroboration / need)) * s_for / (s_for + s_against)
+    return round(min(CEILING, max(0.0, value)), 4)

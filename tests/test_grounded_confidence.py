@@ -1,0 +1,67 @@
+"""The opinion confidence formula of ``grounded_confidence``, at its edges (see the module's docstring)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from hindsight_core.grounded_confidence import CEILING, grounded_confidence
+from hindsight_core.models import Disposition, Memory, Network
+
+NOW = datetime(2026, 6, 1, tzinfo=UTC)
+
+
+def fact(i: int, *, doc: str | None = None, days_old: float = 0.0, network: Network = Network.WORLD) -> Memory:
+    return Memory(id=f"m{i}", bank_id="b", text=f"fact {i}", network=network, document_id=doc or f"d{i}",
+                  mentioned_at=NOW - timedelta(days=days_old))
+
+
+def conf(support: list[Memory], against: list[Memory] | None = None, **traits: int) -> float:
+    return grounded_confidence(support, against or [], Disposition(**traits), NOW)
+
+
+def test_no_support_is_no_confidence() -> None:
+    assert conf([]) == 0.0
+    assert conf([], [fact(1)]) == 0.0
+
+
+def test_one_source_and_the_skepticism_it_meets() -> None:
+    one = [fact(1)]
+    assert conf(one, skepticism=1) == pytest.approx(0.8720, abs=1e-4)
+    assert conf(one, skepticism=5) == pytest.approx(0.3738, abs=1e-4)
+    values = [conf(one, skepticism=s) for s in range(1, 6)]
+    assert values == sorted(values, reverse=True) and len(set(values)) == 5  # each point of skepticism counts
+
+
+def test_more_independent_support_more_confidence_but_never_certainty() -> None:
+    assert conf([fact(i) for i in range(3)], skepticism=3) == pytest.approx(0.8720, abs=1e-4)
+    assert conf([fact(i) for i in range(3)], skepticism=3) > conf([fact(0)], skepticism=3)
+    assert conf([fact(i) for i in range(50)], skepticism=1) <= CEILING < 1.0
+    # The same three memories from one conversation corroborate less than from three.
+    same_source = [fact(i, doc="chat") for i in range(3)]
+    assert conf(same_source, skepticism=3) < conf([fact(i) for i in range(3)], skepticism=3)
+
+
+def test_conflicting_support_weighs_against() -> None:
+    support = [fact(1), fact(2)]
+    alone = conf(support)
+    assert conf(support, [fact(3), fact(4)]) == pytest.approx(alone / 2, abs=1e-4)
+    assert conf(support, [fact(3)]) == pytest.approx(alone * 2 / 3, abs=1e-4)
+    # A memory cited on both sides is opposition, not support.
+    assert conf([fact(1), fact(2)], [fact(2)]) == pytest.approx(conf([fact(1)], [fact(2)]), abs=1e-9)
+    # The same memory cited twice counts once.
+    assert conf([fact(1), fact(1)]) == conf([fact(1)])
+
+
+def test_old_evidence_counts_less_but_still_counts() -> None:
+    fresh, year, ancient = conf([fact(1)]), conf([fact(1, days_old=365)]), conf([fact(1, days_old=3650)])
+    assert fresh > year > ancient > 0
+    assert ancient == conf([fact(1, days_old=36500)])  # floored at MIN_RECENCY
+
+
+def test_literalism_decides_whether_inferred_memories_are_evidence() -> None:
+    observation = [fact(1, network=Network.OBSERVATION)]
+    assert conf(observation, literalism=1) > conf(observation, literalism=3) > 0
+    assert conf(observation, literalism=5) == 0.0  # only what was said counts
+    assert conf([fact(1)], literalism=5) == conf([fact(1)], literalism=1)  # facts count the same
