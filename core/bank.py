@@ -297,6 +297,21 @@ class Bank:
         return self._engine.store.opinion_history(self.id, opinion_id)
 
     @public
+    def update_opinions(self, memory_ids: Sequence[Identifier]) -> list[OpinionEvent]:
+        """Let the memories ``memory_ids`` move the opinions they bear on now, and return the history events.
+
+        The same work the background opinion job does after a retain (one model call per related opinion,
+        exactly once per opinion and evidence), for callers that retain with ``background=False`` or want
+        the result at once. Evidence already applied is skipped, so calling it again changes nothing.
+        """
+        return self._engine.reinforcer.apply(self.id, [str(i) for i in memory_ids])
+
+    @public
+    async def aupdate_opinions(self, memory_ids: Sequence[Identifier]) -> list[OpinionEvent]:
+        """Async twin of ``update_opinions``."""
+        return await asyncio.to_thread(self.update_opinions, memory_ids)
+
+    @public
     def observation(self, entity: Text) -> Memory | None:
         """The current observation (preference-neutral summary) of an entity, or None."""
         store = self._engine.store

@@ -1,8 +1,23 @@
-"""Disposition verbalization and disposition-dependent opinion dynamics (paper sections 5.2-5.4).
+"""Disposition verbalization and what each trait does in code (paper sections 5.2-5.4).
 
 A :class:`~hindsight_core.models.Disposition` is three traits in 1..5 (skepticism, literalism, empathy) and
-a bias in [0, 1]. Reflect turns it into plain instructions for the system message (:func:`verbalize`); the
-opinion network uses it to size confidence updates (:func:`opinion_step`).
+a bias in [0, 1]. Reflect turns it into plain instructions for the system message (:func:`verbalize`), as the
+paper does. A small model often ignores those instructions, so each trait also acts on something the code
+controls; contrasting dispositions then differ with any model:
+
+- skepticism: the support an opinion needs for a given confidence
+  (:mod:`hindsight_core.grounded_confidence`, ``need = 0.4 * skepticism``); the step by which new evidence
+  moves an opinion (:func:`opinion_step`); and whether a second-hand claim in a new message ("I heard that
+  ...", "apparently ...") moves an opinion at all (:func:`hearsay_factor`: fully at 1-3, half at 4, not at 5,
+  where it is recorded in the opinion's history with no change).
+- literalism: whether inferred memories (observations, other opinions) count as evidence for an opinion's
+  confidence, or only what was said and done (``grounded_confidence``: weight ``0.5 * (5 - literalism) / 4``,
+  nothing at 5).
+- empathy: where the agent's own experiences and emotionally loaded memories sit among what reflect shows the
+  model (:func:`empathy_order`: up to 4 places earlier at 5, 4 places later at 1), which decides what fits in
+  the prompt and what the model reads first.
+
+The bias only shapes the wording (:func:`bias_instruction`): it weighs no evidence.
 
 Everything here is pure and deterministic: no LLM call, no I/O.
 """
@@ -10,8 +25,10 @@ Everything here is pure and deterministic: no LLM call, no I/O.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Sequence
 
-from .models import Disposition
+from .models import Disposition, Memory, Network
 
 __all__ = [
     "BIAS_HIGH",
@@ -21,6 +38,10 @@ __all__ = [
     "LITERALISM_LEVELS",
     "SKEPTICISM_LEVELS",
     "bias_instruction",
+    "empathy_order",
+    "hearsay_factor",
+    "is_emotional",
+    "is_hearsay",
     "opinion_step",
     "verbalize",
 ]
@@ -115,3 +136,58 @@ def opinion_step(base: float, d: Disposition) -> float:
     if not (math.isfinite(base) and 0.0 < base <= 1.0):
         raise ValueError(f"base step must be in (0, 1], got {base!r}")
     return base * (1.2 - 0.1 * d.skepticism)
+
+
+# Second-hand reports: the speaker did not see it. Kept short and literal: a miss only means the claim moves
+# the opinion as first-hand evidence would.
+_HEARSAY = re.compile(
+    r"\b(i (?:have |'ve )?heard|heard (?:that|from)|apparently|allegedly|supposedly|rumou?rs?|"
+    r"(?:someone|somebody|people|they) (?:said|says|say|told me|claim)|word is|i was told|reportedly)\b",
+    re.IGNORECASE,
+)
+
+
+def is_hearsay(text: str) -> bool:
+    """Whether ``text`` reports something second-hand ("I heard that ...", "apparently ...", "they say ...")."""
+    return bool(_HEARSAY.search(text))
+
+
+def hearsay_factor(d: Disposition) -> float:
+    """How much of its usual step a second-hand claim moves an opinion: 1 at skepticism 1-3, 0.5 at 4, 0 at 5.
+
+    A highly skeptical mind records the claim in the opinion's history (its label and rationale) but does not
+    change its confidence or text until someone reports it first-hand.
+    """
+    return {4: 0.5, 5: 0.0}.get(d.skepticism, 1.0)
+
+
+_EMOTION = re.compile(
+    r"\b(love[ds]?|loving|hate[ds]?|sad|sadness|happy|happier|unhappy|upset|angry|anger|afraid|scared|fear|"
+    r"worr(?:y|ied|ies|ying)|anxious|anxiety|stress(?:ed|ful)?|lonely|alone|hurt|cr(?:y|ied|ying)|tears|"
+    r"miss(?:ed|ing)?|grateful|thankful|proud|ashamed|embarrassed|excited|thrilled|nervous|depressed|"
+    r"grief|griev\w*|heartbroken|overwhelmed|exhausted|frustrat\w*|disappoint\w*|relie(?:f|ved)|"
+    r"feel(?:s|ing|ings)?|felt|comfort\w*|supportive|caring|kindness)\b",
+    re.IGNORECASE,
+)
+
+EMPATHY_SHIFT = 2
+"""Places an emotionally loaded memory moves per point of empathy away from 3 (earlier above, later below)."""
+
+
+def is_emotional(memory: Memory) -> bool:
+    """Whether a memory is the agent's own experience or speaks of feelings (a short English lexicon)."""
+    return memory.network == Network.EXPERIENCE or bool(_EMOTION.search(memory.text))
+
+
+def empathy_order(memories: Sequence[Memory], d: Disposition) -> list[Memory]:
+    """``memories`` (in recall's order) reordered for reflect by the empathy trait.
+
+    Each emotionally loaded memory (:func:`is_emotional`) moves ``EMPATHY_SHIFT * (empathy - 3)`` places
+    earlier (empathy 4-5) or later (1-2); the others keep their places relative to each other. Empathy 3
+    keeps recall's order. Reflect shows the model the first memories of this order, in this order.
+    """
+    shift = EMPATHY_SHIFT * (d.empathy - 3)
+    if shift == 0:
+        return list(memories)
+    keyed = [(rank - shift if is_emotional(m) else rank, rank, m) for rank, m in enumerate(memories)]
+    return [m for _, _, m in sorted(keyed, key=lambda t: (t[0], t[1]))]

@@ -7,10 +7,12 @@ kept beside it (``model_confidence``) for inspection only.
 
 The formula, for the distinct memories cited in support (``for``) and against (``against``)::
 
-    weight(m)      = kind(m) * recency(m)
+    weight(m)      = kind(m) * hearsay(m) * recency(m)
     kind(m)        = 1 for what was said or done (world, experience);
                      INFERRED_WEIGHT * (5 - literalism) / 4 for inferred memories (observations, other opinions):
                      a literal mind (5) counts only what was said
+    hearsay(m)     = 1, or for a second-hand report ("I heard that ...") disposition.hearsay_factor: 1 at
+                     skepticism 1-3, 0.5 at 4, 0 at 5 (the same rule that decides whether it moves an opinion)
     recency(m)     = max(MIN_RECENCY, 0.5 ** (age_days / HALF_LIFE_DAYS))   (age at the reference time)
     S_for, S_against = the sums of weight over each side
     corroboration  = (sources + n_for) / (2 * n_for)      sources = distinct documents among the ``for`` memories:
@@ -20,7 +22,8 @@ The formula, for the distinct memories cited in support (``for``) and against (`
 
 Edges (tested): no support gives 0; one fresh memory from one source gives 0.87 at skepticism 1 and 0.37 at 5;
 three fresh memories from three sources give 0.87 at skepticism 3; support and equal opposition halve it; an
-inferred memory alone counts for nothing to a fully literal mind. Confidence never reaches 1 (``CEILING``).
+inferred memory alone counts for nothing to a fully literal mind, hearsay alone nothing to a fully skeptical
+one. Confidence never reaches 1 (``CEILING``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime
 
+from .disposition import hearsay_factor, is_hearsay
 from .models import Disposition, Memory, Network
 
 CEILING = 0.95
@@ -46,10 +50,12 @@ INFERRED = frozenset({Network.OBSERVATION, Network.OPINION})
 
 
 def evidence_weight(memory: Memory, disposition: Disposition, reference: datetime) -> float:
-    """``kind * recency`` of one cited memory (see the module)."""
+    """``kind * hearsay * recency`` of one cited memory (see the module)."""
     kind = 1.0
     if memory.network in INFERRED:
         kind = INFERRED_WEIGHT * (5 - disposition.literalism) / 4
+    if is_hearsay(memory.text):
+        kind *= hearsay_factor(disposition)
     when = memory.occurred_end or memory.occurred_start or memory.mentioned_at
     recency = 1.0
     if when is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -279,7 +279,12 @@ class Reflection(BaseModel):
     query: str
     answer: str
     known: bool = Field(description="False when memory held nothing that answers the query")
-    based_on: list[str] = Field(default_factory=list, description="ids of the recalled memories relied on")
+    based_on: list[str] = Field(default_factory=list, description="ids of the recalled memories relied on, in "
+                                "the order the answer cites them, each once")
+    against: list[str] = Field(default_factory=list, description="ids of recalled memories cited against the answer")
+    stance: Literal["yes", "no", "unsure"] | None = Field(
+        default=None, description="the judgment on a yes/no question (None when memory held nothing)")
+    citations_dropped: int = Field(default=0, description="cited numbers that named no recalled memory (ignored)")
     opinions: list[Memory] = Field(default_factory=list, description="opinions formed and stored")
     memories: list[Memory] = Field(default_factory=list, description="what recall returned")
     disposition: Disposition

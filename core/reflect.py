@@ -1,8 +1,11 @@
 """Reflect (CARA, paper section 5): recall, then one structured LLM call shaped by the bank's disposition.
 
 The model sees the bank's name, background and verbalised disposition, and the recalled memories numbered
-[1]..[n]. It answers, cites the numbers it relied on (mapped back to memory ids; invented numbers are
-dropped) and may form opinions, which are stored in the opinion network with their formation event.
+[1]..[n] (in the order the empathy trait gives them: :func:`hindsight_core.disposition.empathy_order`). It
+cites the numbers it relied on and those that speak against its answer (mapped back to memory ids; invented
+numbers are dropped and counted), states its stance on a yes/no question, answers, and may form opinions.
+Opinions are stored in the opinion network with their formation event and a confidence computed from the
+cited evidence and the disposition (:mod:`hindsight_core.grounded_confidence`), not the model's number.
 """
 
 from __future__ import annotations
@@ -12,15 +15,15 @@ import logging
 import uuid
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, Field
 
-from .disposition import verbalize
+from .disposition import empathy_order, verbalize
 from .errors import BankNotFoundError, InvalidInputError
 from .extract.base import ExtractedEntity, ExtractedFact
 from .grounded_confidence import grounded_confidence
-from .llm.base import LLM, ChatMessage
+from .llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage
 from .llm.structured import astructured_call, structured_call
 from .models import (
     BankProfile,
@@ -49,10 +52,17 @@ MAX_MEMORIES_IN_PROMPT = 24
 
 
 class _Answer(BaseModel):
-    # Citations come before the answer: a small model that first picks its evidence answers from it.
+    # Every key required in the advertised schema: with optional keys the small model leaves out stance and
+    # against. Citations come before the answer: a small model that first picks its evidence answers from it.
+    model_config = LLM_SCHEMA_CONFIG
+
     known: bool = Field(description="true if some memories are relevant to the question")
     # At least one citation: small models otherwise answer "from nowhere" (ignored when known is false).
-    based_on: list[int] = Field(min_length=1, max_length=8, description="numbers of the relevant memories")
+    based_on: list[int] = Field(min_length=1, max_length=8, description="numbers of the memories your answer uses")
+    against: list[int] = Field(default_factory=list, max_length=8,
+                               description="numbers of memories that speak against your answer, [] if none")
+    stance: Literal["yes", "no", "unsure"] = Field(
+        "unsure", description="for a yes/no question your judgment, else unsure")
     answer: str = Field(max_length=1200, description="1-3 sentences that give the reasoning")
     opinions: list[FormedOpinion] = Field(default_factory=list, max_length=3)
 
@@ -66,6 +76,7 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
         "Answer the question from the numbered memories you are given, reasoning and judging in line with "
         "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
         "some memories are relevant; only if none is relevant, set known to false and say you do not know. "
+        "Cite in against the numbers of memories that speak against your answer. "
         "Never invent facts. If the question asks for a judgment (is, should, would, what do you think), "
         "add your judgment to opinions: one sentence in your own words, a confidence between 0 and 1 that "
         "reflects your disposition, and a short rationale."
@@ -133,7 +144,7 @@ class ReflectPipeline:
             raise BankNotFoundError(f"no bank {bank_id!r}")
         disp = Disposition.model_validate(disposition) if disposition is not None else profile.disposition
         recall = self.recaller.recall(bank_id, query, budget=budget, reference_time=reference_time, trace=True)
-        memories = recall.memories[:MAX_MEMORIES_IN_PROMPT]
+        memories = empathy_order(recall.memories, disp)[:MAX_MEMORIES_IN_PROMPT]
         ref = recall.trace.reference_time if recall.trace is not None else utcnow()
         messages: list[ChatMessage] = [
             {"role": "system", "content": system_message(profile, disp)},
@@ -150,15 +161,22 @@ class ReflectPipeline:
             answer = out.answer.strip() if out is not None and out.answer.strip() else UNKNOWN_ANSWER
             return Reflection(query=query, answer=answer, known=False, memories=memories, disposition=disp,
                               system_message=system)
-        based_on = list(dict.fromkeys(memories[n - 1].id for n in out.based_on if 1 <= n <= len(memories)))
+        def cited(numbers: list[int]) -> list[str]:
+            return list(dict.fromkeys(memories[n - 1].id for n in numbers if 1 <= n <= len(memories)))
+
+        based_on = cited(out.based_on)
+        against = [m for m in cited(out.against) if m not in based_on]  # cited both ways: it supports
+        dropped = sum(1 for n in [*out.based_on, *out.against] if not 1 <= n <= len(memories))
         opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document,
-                                       grounded=(disp, reference or utcnow()))
-        return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on,
-                          opinions=opinions, memories=memories, disposition=disp, system_message=system)
+                                       grounded=(disp, reference or utcnow()), against=against)
+        return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on, against=against,
+                          stance=out.stance, citations_dropped=dropped, opinions=opinions, memories=memories,
+                          disposition=disp, system_message=system)
 
     def store_opinions(
         self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None,
         document_id: str | None = None, grounded: tuple[Disposition, datetime] | None = None,
+        against: list[str] | None = None,
     ) -> list[Memory]:
         """Store opinions in the opinion network, each with its "formed" history event in the same transaction.
 
@@ -166,8 +184,8 @@ class ReflectPipeline:
         names the synthetic document they are stored under (default: a new one); storing under the same id
         again replaces them, which makes a retried scheduled reflect store its opinions once. ``grounded``
         (the disposition and the reference time) replaces each opinion's confidence by the one its evidence
-        supports (``grounded_confidence``; the proposed number is kept as ``model_confidence``); an opinion
-        with no support left is not stored.
+        supports (``grounded_confidence``, with ``against``: ids of memories cited against it; the proposed
+        number is kept as ``model_confidence``); an opinion with no support left is not stored.
         """
         formed = [o for o in formed if o.text.strip()]
         if not formed:
@@ -180,7 +198,8 @@ class ReflectPipeline:
         proposed = [o.confidence for o in formed]  # what the model (or the caller) said
         if grounded is not None:
             disposition, reference = grounded
-            confidence = grounded_confidence(evidence, [], disposition, reference)
+            opposed = self.store.get_units(bank_id, against or [])
+            confidence = grounded_confidence(evidence, opposed, disposition, reference)
             if confidence <= 0.0:
                 log.info("reflect: %d opinion(s) without support under this disposition, not stored", len(formed))
                 return []
@@ -196,6 +215,8 @@ class ReflectPipeline:
         doc = Document(id=document_id or f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "",
                        timestamp=now)
         meta: dict[str, Any] = {"based_on": based_on}
+        if against:
+            meta["against"] = list(against)
         if grounded is not None:
             meta["model_confidence"] = proposed
         if query:

@@ -3,17 +3,20 @@
 Runs in the background worker after a retain, when the bank holds opinions. An opinion is related to a new
 fact when they mention a common entity or their vectors are close; one structured model call per opinion
 labels the new evidence (:func:`hindsight_core.opinions.assess_opinion`) and the store moves the confidence.
+The bank's skepticism sizes the step, and decides whether evidence that is only second-hand ("I heard that
+...") moves it at all (:func:`hindsight_core.disposition.hearsay_factor`); the label is recorded either way.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .config import CaraSettings
-from .disposition import opinion_step
+from .disposition import hearsay_factor, is_hearsay, opinion_step
 from .llm.base import LLM
-from .models import Job, Memory, Network
+from .models import Job, Memory, Network, OpinionEvent
 from .observation_job import FACT_NETWORKS
 from .opinions import Assessment, assess_opinion, confidence_delta
 from .stores.base import BankStore, EntityStore, OpinionStore, OpinionUpdate, UnitStore, VectorFilter, VectorIndex
@@ -47,13 +50,24 @@ class OpinionReinforcer:
         self.owner = owner
 
     def related(self, bank_id: str, new: Sequence[Memory]) -> dict[str, set[str]]:
-        """Opinion id -> ids of the new facts that bear on it (a shared entity, or a close vector)."""
+        """Opinion id -> ids of the new facts that bear on it: a shared entity, an opinion's entity named as a
+        whole word in the fact's text (the recogniser misses names, e.g. at the start of a sentence), or a
+        close vector."""
         store = self.store
         related: dict[str, set[str]] = {}
         for fact in new:
             entity_ids = [e.id for n in fact.entities if (e := store.find_entity(bank_id, n)) is not None]
             for op_id in store.units_in_network(bank_id, Network.OPINION, entity_ids) if entity_ids else []:
                 related.setdefault(op_id, set()).add(fact.id)
+        opinions = store.get_units(bank_id, store.units_in_network(bank_id, Network.OPINION))
+        for opinion in opinions:
+            names = [re.escape(n) for n in opinion.entities if len(n.strip()) >= 3]
+            if not names:
+                continue
+            named = re.compile(r"\b(?:" + "|".join(names) + r")\b")
+            for fact in new:
+                if named.search(fact.text):
+                    related.setdefault(opinion.id, set()).add(fact.id)
         opinions_only = VectorFilter(networks=(Network.OPINION,))
         for fact_id, vector in self.index.get_embeddings(bank_id, [m.id for m in new]).items():
             for op_id, sim in self.index.query(bank_id, vector, _SIMILAR_OPINIONS, opinions_only):
@@ -62,17 +76,22 @@ class OpinionReinforcer:
         return related
 
     def run(self, job: Job) -> None:
-        """Job handler: assess every opinion related to ``job.payload["unit_ids"]`` and move its confidence.
+        """Job handler: see ``apply``."""
+        self.apply(job.bank_id, job.payload.get("unit_ids", []))
+
+    def apply(self, bank_id: str, unit_ids: Sequence[str]) -> list[OpinionEvent]:
+        """Assess every opinion related to the facts ``unit_ids`` and move its confidence; returns the events.
 
         Exactly once per (opinion, evidence): evidence already applied to an opinion (by an earlier attempt of
         this job, or another job) is left out before the model is asked, and the store re-checks it inside
         the transaction that moves the confidence and appends the history event.
         """
-        store, bank_id = self.store, job.bank_id
-        new = [m for m in store.get_units(bank_id, job.payload.get("unit_ids", [])) if m.network in FACT_NETWORKS]
+        store = self.store
+        new = [m for m in store.get_units(bank_id, list(unit_ids)) if m.network in FACT_NETWORKS]
         profile = store.get_bank(bank_id)
+        events: list[OpinionEvent] = []
         if not new or profile is None:
-            return
+            return events
         related = self.related(bank_id, new)
         by_id = {m.id: m for m in new}
         step = opinion_step(self.settings.opinion_step, profile.disposition)
@@ -86,9 +105,21 @@ class OpinionReinforcer:
             if verdict.label == Assessment.NEUTRAL:
                 continue
             new_text = verdict.revised_text if verdict.label == Assessment.CONTRADICT else None
+            delta = confidence_delta(verdict.label, step)
+            rationale = verdict.rationale
+            if all(is_hearsay(m.text) for m in evidence):  # nobody saw it: skepticism decides if it counts
+                factor = hearsay_factor(profile.disposition)
+                delta *= factor
+                if factor == 0.0:
+                    new_text = None
+                    rationale = f"{rationale} [second-hand only: held at skepticism {profile.disposition.skepticism}]"
             event = store.apply_opinion_update(bank_id, OpinionUpdate(
-                opinion_id=opinion.id, label=verdict.label.value, delta=confidence_delta(verdict.label, step),
-                evidence=tuple(m.id for m in evidence), rationale=verdict.rationale, new_text=new_text,
+                opinion_id=opinion.id, label=verdict.label.value, delta=delta,
+                evidence=tuple(m.id for m in evidence), rationale=rationale.strip(), new_text=new_text,
             ), owner=self.owner)
-            if event is not None and event.new_text:
+            if event is None:
+                continue
+            events.append(event)
+            if event.new_text:
                 self.reindex(bank_id, [opinion.id])
+        return events

@@ -5,6 +5,7 @@ The same behaviours run against the real local model in ``test_cara_llm.py``.
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,91 @@ def test_raw_ingest_queues_no_background_work_unless_asked(tmp_path: Path) -> No
         bank = hs.bank("b")
         bank.retain(FACTS, timestamp=T0, extract=False)
         assert bank.jobs() == []
+
+
+def test_reflect_reports_stance_against_and_dropped_citations(tmp_path: Path) -> None:
+    op = {"text": "Ana is a committed runner.", "rationale": "r", "confidence": 0.9, "entities": ["Ana"]}
+    out = {**answer(based_on=[1, 2, 7], opinions=[op]), "against": [3, 2, 0], "stance": "yes"}
+    llm = ScriptedLLM([out])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach", disposition=Disposition(skepticism=3))
+        bank.retain(FACTS, timestamp=T0, extract=False)
+        result = bank.reflect("Is Ana a committed runner?", reference_time=T0)
+        shown = result.memories
+        assert result.stance == "yes"
+        assert result.based_on == [shown[0].id, shown[1].id]
+        assert result.against == [shown[2].id]  # [2] also supports: it counts for, once; [0] names nothing
+        assert result.citations_dropped == 2  # 7 and 0
+        support, opposed = bank.memories(result.based_on), bank.memories(result.against)
+        expected = grounded_confidence(support, opposed, Disposition(skepticism=3), T0)
+        assert result.opinions[0].confidence == pytest.approx(expected, abs=1e-3)
+        assert expected < grounded_confidence(support, [], Disposition(skepticism=3), T0)  # opposition costs
+        assert result.opinions[0].metadata["against"] == result.against
+    assert '"against"' in json.dumps(llm.calls[0].schema.model_json_schema())
+
+
+def test_empathy_decides_which_memories_reflect_shows_first(tmp_path: Path) -> None:
+    llm = ScriptedLLM([answer(based_on=[1]), answer(based_on=[1])])
+    facts = [{"speaker": "Ana", "text": f"Ana ran lap number {i} of the track in Porto.", "id": f"r{i}"}
+             for i in range(8)]
+    facts.append({"speaker": "Ana", "text": "Ana felt lonely and sad running the Porto track alone.", "id": "sad"})
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach")
+        bank.retain(facts, timestamp=T0, extract=False)
+        warm = bank.reflect("How is Ana's running on the Porto track?", disposition=Disposition(empathy=5))
+        cold = bank.reflect("How is Ana's running on the Porto track?", disposition=Disposition(empathy=1))
+    sad = next(m.id for m in warm.memories if "lonely" in m.text)
+    assert [m.id for m in warm.memories].index(sad) < [m.id for m in cold.memories].index(sad)
+    assert sorted(m.id for m in warm.memories) == sorted(m.id for m in cold.memories)
+    # the prompt numbers them in that order
+    position = [m.id for m in warm.memories].index(sad) + 1
+    assert llm.calls[0].user.split("lonely")[0].splitlines()[-1].startswith(f"[{position}] ")
+
+
+def _assessor(label: str) -> Any:
+    def respond(messages: Any, schema: Any) -> dict[str, Any]:
+        return {"reason": "about Ana's running", "label": label, "revised": ""}
+    return respond
+
+
+@pytest.mark.parametrize(("skepticism", "moves"), [(3, 1.0), (4, 0.5), (5, 0.0)])
+def test_second_hand_claims_move_an_opinion_only_as_skepticism_allows(
+    tmp_path: Path, skepticism: int, moves: float
+) -> None:
+    llm = ScriptedLLM([_assessor("contradict")] * 4)
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        disposition = Disposition(skepticism=skepticism)
+        bank = hs.bank("coach", disposition=disposition)
+        facts = bank.retain(FACTS, timestamp=T0, extract=False)
+        opinion = bank.add_opinion("Ana is a dedicated runner.", 0.6, entities=["Ana"], based_on=facts.memory_ids)
+        rumour = bank.retain([{"speaker": "Bo", "text": "I heard that Ana quit running for good.", "id": "h1"}],
+                             timestamp=T0 + timedelta(days=3), extract=False)
+        events = bank.update_opinions(rumour.memory_ids)
+        assert [e.label for e in events] == ["contradict"]  # the verdict is recorded whatever the disposition
+        step = opinion_step(hs.settings.cara.opinion_step, disposition)
+        assert events[0].new_confidence == pytest.approx(0.6 - 2 * step * moves)
+        assert bank.get(opinion.id).confidence == pytest.approx(0.6 - 2 * step * moves)
+        assert ("held at skepticism 5" in (events[0].rationale or "")) == (skepticism == 5)
+        # first-hand, the same news moves even the strictest mind
+        seen = bank.retain([{"speaker": "Ana", "text": "Ana here: I quit running for good.", "id": "f1"}],
+                           timestamp=T0 + timedelta(days=4), extract=False)
+        after = bank.update_opinions(seen.memory_ids)
+        assert after and after[0].new_confidence < events[0].new_confidence
+
+
+def test_update_opinions_applies_evidence_once_and_finds_names_the_recogniser_missed(tmp_path: Path) -> None:
+    llm = ScriptedLLM([_assessor("weaken")] * 3)
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("food")
+        opinion = bank.add_opinion("Lucciola is a good restaurant.", 0.5, entities=["Lucciola"])
+        # sentence-initial, lower-case context: the recogniser finds no entity here
+        news = bank.retain([{"speaker": "Nina", "text": "Lucciola failed its health inspection last week.",
+                             "id": "n1"}], timestamp=T0, extract=False)
+        assert "Lucciola" not in news.memories[0].entities
+        first = bank.update_opinions(news.memory_ids)
+        assert [(e.opinion_id, e.label, e.evidence) for e in first] == [(opinion.id, "weaken", news.memory_ids)]
+        assert bank.update_opinions(news.memory_ids) == []  # already applied: nothing moves twice
+        assert len(llm.calls) == 1
+        other = bank.retain([{"speaker": "Nina", "text": "The tram was late again this morning.", "id": "n2"}],
+                            timestamp=T0, extract=False)
+        assert bank.update_opinions(other.memory_ids) == [] and len(llm.calls) == 1  # unrelated: no model call

@@ -65,3 +65,14 @@ def test_literalism_decides_whether_inferred_memories_are_evidence() -> None:
     assert conf(observation, literalism=1) > conf(observation, literalism=3) > 0
     assert conf(observation, literalism=5) == 0.0  # only what was said counts
     assert conf([fact(1)], literalism=5) == conf([fact(1)], literalism=1)  # facts count the same
+
+
+def test_hearsay_counts_less_as_skepticism_rises_and_nothing_at_five() -> None:
+    heard = Memory(id="h", bank_id="b", text="I heard that Tom fixes bikes for free.", network=Network.WORLD,
+                   document_id="d1", mentioned_at=NOW)
+    seen = Memory(id="s", bank_id="b", text="Tom fixed my bike for free.", network=Network.WORLD,
+                  document_id="d2", mentioned_at=NOW)
+    assert conf([heard], skepticism=3) == conf([seen], skepticism=3)  # a balanced mind takes it as told
+    assert 0.0 < conf([heard], skepticism=4) < conf([seen], skepticism=4)
+    assert conf([heard], skepticism=5) == 0.0  # only second-hand: no opinion for the strictest mind
+    assert conf([heard, seen], skepticism=5) < conf([seen, fact(3)], skepticism=5)

@@ -7,6 +7,7 @@ Usage::
     hindsight-bench embedders --embedders minilm,mpnet --out results/
     hindsight-bench llm-vs-raw --conversations conv-26 --sessions 1 --workdir work/ --out results/
     hindsight-bench entities --split test
+    hindsight-bench cara --out results/ [--llm-url URL --llm-model NAME]
 
 ``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
 group and calls ``main`` with the rest of its command line. ``--json`` prints one JSON document on stdout and
@@ -24,6 +25,7 @@ from typing import Any
 
 from .commands import (
     BenchError,
+    cmd_cara,
     cmd_embedders,
     cmd_entities,
     cmd_llm_retain,
@@ -162,6 +164,21 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     _backend_option(p)
     _out_options(p, "qa")
     p.set_defaults(func=cmd_qa)
+
+    p = sub.add_parser("cara", parents=[common], help="dispositions and opinion dynamics on labelled scenarios",
+                       description="Reflects on each bundled scenario under two contrasting dispositions (twice "
+                                   "each), then lets labelled later messages move the scenario's opinion, and "
+                                   "prints sensitivity, consistency, evidence responsiveness and groundedness. "
+                                   "The model is the bundled local one unless --llm-url names an "
+                                   "OpenAI-compatible endpoint.")
+    p.add_argument("--data", help="a scenario file (default: the bundled hindsight-cara-scenarios set)")
+    p.add_argument("--scenarios", type=positive_int, help="only the first N scenarios (default: all)")
+    p.add_argument("--repeats", type=positive_int, default=2, help="reflect runs per disposition (default 2)")
+    p.add_argument("--llm-url", help="OpenAI-compatible base URL (default: the bundled local model)")
+    p.add_argument("--llm-model", help="model name (required with --llm-url; default qwen2.5-1.5b, local)")
+    p.add_argument("--llm-key", help="API key of the endpoint (default: $OPENAI_API_KEY or none)")
+    _out_options(p, "cara")
+    p.set_defaults(func=cmd_cara)
 
     p = sub.add_parser("llm-retain", parents=[common], help="LLM extraction of one LoCoMo session, timed")
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")

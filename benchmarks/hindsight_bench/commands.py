@@ -134,6 +134,28 @@ def cmd_qa(args: argparse.Namespace) -> dict[str, Any] | None:
     return result if args.json else None
 
 
+def cmd_cara(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``cara``: contrasting dispositions and labelled evidence on the bundled scenarios."""
+    from .cara import DATA, format_cara, load_scenarios, run_cara, write_cara
+    from .qa import endpoint_llm
+
+    data = Path(args.data) if args.data else DATA
+    if not data.is_file():
+        raise BenchError(f"CARA scenarios not found: {data}")
+    try:
+        scenarios = load_scenarios(data)
+    except ValueError as exc:
+        raise BenchError(f"{data}: {exc}") from None
+    if args.scenarios:
+        scenarios = scenarios[: args.scenarios]
+    llm = endpoint_llm(args.llm_url, args.llm_model, args.llm_key)
+    result = run_cara(llm, scenarios, repeats=args.repeats, workdir=args.workdir, log=_log(args))
+    if not args.json:
+        print("\n" + format_cara(result))
+    _report_written(args, write_cara(args.out, result))
+    return result if args.json else None
+
+
 def cmd_llm_retain(args: argparse.Namespace) -> dict[str, Any] | None:
     """``llm-retain``: one LoCoMo session through the LLM extractor, with the time it took."""
     from .llm_retain import run_llm_retain
