@@ -149,32 +149,45 @@ def run_demo(
 
 
 def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
-    """Reflect on one question with two contrasting dispositions; print answers and opinions formed."""
-    from .models import Disposition
+    """Reflect on one question with two contrasting dispositions; print what each did and why it differs."""
+    from .grounded_confidence import confidence_basis
+    from .inputs import parse_timestamp
+    from .models import Disposition, utcnow
 
     out("")
     out(f"Reflect: {REFLECT_QUESTION!r} with two dispositions over the same memories (local LLM; the first "
         "call starts it)")
+    out("  Each trait acts in code as well as in the prompt: empathy orders the memories the model sees, "
+        "skepticism sets the support a confidence needs, literalism whether inferred memories (observations, "
+        "opinions) count.")
     results = []
+    reference = "2025-07-01"
     for label, (s, lit, e, b) in DISPOSITIONS.items():
+        disposition = Disposition(skepticism=s, literalism=lit, empathy=e, bias=b)
         t = time.perf_counter()
-        r = bank.reflect(REFLECT_QUESTION, disposition=Disposition(skepticism=s, literalism=lit, empathy=e, bias=b),
-                         reference_time="2025-07-01")
+        r = bank.reflect(REFLECT_QUESTION, disposition=disposition, reference_time=reference)
         out("")
         out(f"  {label}  ({time.perf_counter() - t:.1f} s)")
-        out(_indent(f"answer: {r.answer}"))
+        out(_indent(f"shown first (empathy {e}): " + " | ".join(clip(m.text, 40) for m in r.memories[:3])))
+        out(_indent(f"answer ({r.stance or 'no stance'}): {r.answer}"))
         by_id = {m.id: m for m in r.memories}
         cited = [by_id[i] for i in r.based_on if i in by_id]  # in the order the answer relies on them
-        sources = dict.fromkeys(s for m in cited for s in (m.sources or [m.id]))
-        out(_indent(f"based on: {', '.join(sources) or '-'}"))
+        opposed = [by_id[i] for i in r.against if i in by_id]
+        sources = dict.fromkeys(s for m in cited for s in (m.sources or [m.network.value]))
+        out(_indent(f"based on: {', '.join(sources) or '-'}; cited against: {len(opposed)}"))
+        basis = confidence_basis(cited, opposed, disposition, parse_timestamp(reference) or utcnow())
         for o in r.opinions:
             said = o.metadata.get("model_confidence")
-            why = (f"; computed from {len(cited)} cited memories at skepticism {s}, the model said {said:.2f}"
-                   if isinstance(said, float | int) else "")
-            out(_indent(f"opinion (confidence {o.confidence:.2f}{why}): {o.text}"))
+            out(_indent(f"opinion (confidence {o.confidence:.2f}, the model said "
+                        f"{said if said is not None else '-'}): {o.text}"))
+            out(_indent(f"  why: {o.metadata.get('confidence_basis') or basis['explanation']}"))
         if not r.opinions:
-            out(_indent("no opinion formed"))
-        results.append({"disposition": label, "answer": r.answer, "known": r.known, "based_on": r.based_on,
+            reason = ("the model formed none" if basis["confidence"] else
+                      f"no opinion: nothing it cited counts at this disposition ({basis['explanation']})")
+            out(_indent(reason))
+        results.append({"disposition": label, "answer": r.answer, "known": r.known, "stance": r.stance,
+                        "based_on": r.based_on, "against": r.against, "basis": basis,
+                        "shown": [m.id for m in r.memories],
                         "opinions": [{"id": o.id, "text": o.text, "confidence": o.confidence,
                                       "model_confidence": o.metadata.get("model_confidence")} for o in r.opinions],
                         "system_message": r.system_message})

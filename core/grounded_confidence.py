@@ -68,15 +68,30 @@ def grounded_confidence(
     support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime
 ) -> float:
     """The confidence of an opinion resting on ``support`` and opposed by ``against`` (see the module)."""
+    return float(confidence_basis(support, against, disposition, reference)["confidence"])
+
+
+def confidence_basis(
+    support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime
+) -> dict[str, float | int | str]:
+    """``grounded_confidence`` with the numbers it came from, and a one-line explanation of them."""
     opposing = {m.id for m in against}
     support = list({m.id: m for m in support if m.id not in opposing}.values())
     against = list({m.id: m for m in against}.values())
     s_for = sum(evidence_weight(m, disposition, reference) for m in support)
-    if s_for <= 0.0:
-        return 0.0
     s_against = sum(evidence_weight(m, disposition, reference) for m in against)
     sources = len({m.document_id or m.id for m in support})
-    corroboration = (sources + len(support)) / (2 * len(support))
     need = NEED_PER_SKEPTICISM * disposition.skepticism
-    value = CEILING * (1.0 - math.exp(-s_for * corroboration / need)) * s_for / (s_for + s_against)
-    return round(min(CEILING, max(0.0, value)), 4)
+    value = 0.0
+    if s_for > 0.0:
+        corroboration = (sources + len(support)) / (2 * len(support))
+        value = CEILING * (1.0 - math.exp(-s_for * corroboration / need)) * s_for / (s_for + s_against)
+    confidence = round(min(CEILING, max(0.0, value)), 4)
+    uncounted = sum(1 for m in support if evidence_weight(m, disposition, reference) == 0.0)
+    why = (f"{len(support)} memories for ({sources} sources, support {s_for:.2f}"
+           + (f", {uncounted} not counted at this disposition" if uncounted else "")
+           + f"), {len(against)} against ({s_against:.2f}); skepticism {disposition.skepticism} needs "
+           f"{need:.1f} -> confidence {confidence:.2f}")
+    return {"confidence": confidence, "support": round(s_for, 4), "against": round(s_against, 4),
+            "memories_for": len(support), "memories_against": len(against), "sources": sources,
+            "need": round(need, 4), "explanation": why}

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 from .disposition import empathy_order, verbalize
 from .errors import BankNotFoundError, InvalidInputError
 from .extract.base import ExtractedEntity, ExtractedFact
-from .grounded_confidence import grounded_confidence
+from .grounded_confidence import confidence_basis
 from .llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage
 from .llm.structured import astructured_call, structured_call
 from .models import (
@@ -199,7 +199,8 @@ class ReflectPipeline:
         if grounded is not None:
             disposition, reference = grounded
             opposed = self.store.get_units(bank_id, against or [])
-            confidence = grounded_confidence(evidence, opposed, disposition, reference)
+            basis = confidence_basis(evidence, opposed, disposition, reference)
+            confidence = float(basis["confidence"])
             if confidence <= 0.0:
                 log.info("reflect: %d opinion(s) without support under this disposition, not stored", len(formed))
                 return []
@@ -219,6 +220,7 @@ class ReflectPipeline:
             meta["against"] = list(against)
         if grounded is not None:
             meta["model_confidence"] = proposed
+            meta["confidence_basis"] = basis["explanation"]
         if query:
             meta["query"] = query
 
@@ -234,6 +236,7 @@ class ReflectPipeline:
             unit.metadata["rationale"] = opinion.rationale
             if grounded is not None:
                 unit.metadata["model_confidence"] = said
+                unit.metadata["confidence_basis"] = basis["explanation"]
         return result.memories
 
     def reflect(

@@ -137,3 +137,13 @@ def test_cli_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "CARA scenarios not found" in capsys.readouterr().err
     assert main(["bench", "cara", "--llm-url", "http://127.0.0.1:9/v1", "--out", str(tmp_path)]) == 2
     assert "needs a model name" in capsys.readouterr().err
+
+
+def test_dev_and_test_halves_are_fixed_by_position() -> None:
+    from hindsight_bench.cara import DEV_SCENARIOS, select_split
+
+    scenarios = load_scenarios()
+    dev, test = select_split(scenarios, "dev"), select_split(scenarios, "test")
+    assert len(dev) == DEV_SCENARIOS and dev + test == scenarios == select_split(scenarios, "all")
+    with pytest.raises(ValueError, match="unknown split"):
+        select_split(scenarios, "train")

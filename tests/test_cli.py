@@ -385,8 +385,13 @@ def test_demo_reflects_with_two_dispositions() -> None:
     assert (warm["model_confidence"], strict["model_confidence"]) == (0.9, 0.4)
     assert warm["confidence"] - strict["confidence"] >= 0.15 and strict["confidence"] > 0
     printed = "\n".join(lines)
-    assert f"opinion (confidence {warm['confidence']:.2f}; computed from 2 cited memories at skepticism 1" in printed
-    assert "the model said 0.40" in printed
+    assert f"opinion (confidence {warm['confidence']:.2f}, the model said 0.9)" in printed
+    assert f"opinion (confidence {strict['confidence']:.2f}, the model said 0.4)" in printed
+    # the difference explained: the same two memories, the support each skepticism needs
+    assert "why: 2 memories for" in printed
+    assert "skepticism 1 needs 0.4" in printed and "skepticism 5 needs 2.0" in printed
+    assert "shown first (empathy 5)" in printed and "shown first (empathy 1)" in printed
+    assert first["basis"]["memories_for"] == second["basis"]["memories_for"] == 2
 
 
 # ------------------------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ For every scenario:
    (``Bank.update_opinions``, the background opinion job's code); the label recorded in the opinion's history,
    or neutral when no event names the message, is compared with the gold label.
 
+The set is split by position into a dev half (the first 22 scenarios) and a test half (the last 22): the
+rules and constants that act on dispositions were set looking at dev results only; test is the headline.
+
 Metrics:
 
 - sensitivity: share of scenarios where the two dispositions' first runs give a different stance (yes / no /
@@ -48,6 +51,9 @@ LABELS = ("reinforce", "weaken", "contradict", "neutral")
 CONFIDENCE_GAP = 0.15
 """Two opinion confidences this far apart count as a different outcome (the issue's definition)."""
 SEED_CONFIDENCE = 0.5
+SPLITS = ("dev", "test", "all")
+DEV_SCENARIOS = 22
+"""The first 22 scenarios of the bundled set are the dev half, the rest the test half."""
 
 
 def dispositions() -> dict[str, Any]:
@@ -117,6 +123,18 @@ def load_scenarios(path: str | Path | None = None) -> list[Scenario]:
     if len(set(ids)) != len(ids):
         raise ValueError("scenario ids repeat")
     return scenarios
+
+
+def split_of(index: int) -> str:
+    """``dev`` or ``test``: the half a scenario's position in the file puts it in."""
+    return "dev" if index < DEV_SCENARIOS else "test"
+
+
+def select_split(scenarios: Sequence[Scenario], split: str) -> list[Scenario]:
+    """The scenarios of one half (``dev``, ``test``) or ``all``."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    return [s for i, s in enumerate(scenarios) if split in ("all", split_of(i))]
 
 
 def _day(date: str) -> datetime:
@@ -192,11 +210,13 @@ def run_cara(
     scenarios: Sequence[Scenario],
     *,
     repeats: int = 2,
+    splits: Mapping[str, str] | None = None,
     workdir: str | Path | None = None,
     llm_name: str | None = None,
     log: Callable[..., None] = print,
 ) -> dict[str, Any]:
-    """Run every scenario (see the module) with ``llm``; returns per-scenario records and the metrics."""
+    """Run every scenario (see the module) with ``llm``; returns per-scenario records and the metrics, overall
+    and per half (``splits``: scenario id -> dev / test, default by position in the bundled set)."""
     from hindsight_core import Hindsight
 
     if repeats < 1:
@@ -209,7 +229,8 @@ def run_cara(
     try:
         with Hindsight.open(root, llm=llm) as hs:
             for n, scenario in enumerate(scenarios, start=1):
-                record: dict[str, Any] = {"id": scenario.id, "question": scenario.question,
+                split = (splits or {}).get(scenario.id, "")
+                record: dict[str, Any] = {"id": scenario.id, "split": split, "question": scenario.question,
                                           "expected_stance": scenario.expected_stance(), "runs": {}}
                 for name, disposition in disps.items():
                     record["runs"][name] = [reflect_run(hs, scenario, name, disposition, k) for k in range(repeats)]
@@ -225,7 +246,10 @@ def run_cara(
             shutil.rmtree(tmp, ignore_errors=True)
     return {"benchmark": "cara", "model": llm_name or getattr(llm, "name", str(llm)), "repeats": repeats,
             "dispositions": {k: v.model_dump() for k, v in disps.items()}, "scenarios": len(records),
-            "metrics": cara_metrics(records), "records": records, "seconds": round(time.perf_counter() - t_start, 1),
+            "metrics": cara_metrics(records),
+            "metrics_by_split": {k: cara_metrics([r for r in records if r["split"] == k])
+                                 for k in ("dev", "test") if any(r["split"] == k for r in records)},
+            "records": records, "seconds": round(time.perf_counter() - t_start, 1),
             "run": run_info()}
 
 
@@ -283,10 +307,18 @@ def _share(k: int, n: int) -> float | None:
 
 
 def format_cara(result: Mapping[str, Any]) -> str:
-    """Markdown: the four metrics, stances and confidence per disposition, the label confusion matrix."""
-    m = result["metrics"]
-    head = (f"CARA on {m['scenarios']} scenarios with {result.get('model')} ({result.get('repeats')} runs per "
-            f"disposition, {result.get('seconds')} s)")
+    """Markdown: the four metrics per half, stances and confidence per disposition, the confusion matrix."""
+    parts = [f"CARA with {result.get('model')} ({result.get('repeats')} runs per disposition, "
+             f"{result.get('seconds')} s)"]
+    halves = dict(result.get("metrics_by_split") or {})
+    if len(halves) > 1:
+        halves["all"] = result["metrics"]
+    for name, m in (halves or {"all": result["metrics"]}).items():
+        parts += ["", f"## {name} ({m['scenarios']} scenarios)", "", _format_metrics(m)]
+    return "\n".join(parts)
+
+
+def _format_metrics(m: Mapping[str, Any]) -> str:
     rows = [["sensitivity", m["sensitivity"], "different stance or confidence >= 0.15 apart"],
             ["consistency", m["consistency"], f"same stance on every run ({m['consistency_pairs']} pairs)"],
             ["evidence responsiveness", m["responsiveness"],
@@ -296,7 +328,7 @@ def format_cara(result: Mapping[str, Any]) -> str:
     disp_rows = [[k, json.dumps(m["stances"].get(k, {})), m["mean_confidence"].get(k),
                   m["stance_matches_evidence"].get(k)] for k in m["stances"]]
     conf_rows = [[g, *(m["confusion"][g][p] for p in LABELS), m["responsiveness_per_label"][g]] for g in LABELS]
-    lines = [head, "", *md_table(["metric", "value", "what"], _fmt(rows)), "",
+    lines = [*md_table(["metric", "value", "what"], _fmt(rows)), "",
              *md_table(["disposition", "stances (first run)", "mean confidence", "stance = evidence majority"],
                        _fmt(disp_rows)), "",
              "Recorded label (columns) against gold (rows):", "",

@@ -172,7 +172,9 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "The model is the bundled local one unless --llm-url names an "
                                    "OpenAI-compatible endpoint.")
     p.add_argument("--data", help="a scenario file (default: the bundled hindsight-cara-scenarios set)")
-    p.add_argument("--scenarios", type=positive_int, help="only the first N scenarios (default: all)")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="the dev half (first 22 scenarios), the test half (last 22, the headline) or all (default)")
+    p.add_argument("--scenarios", type=positive_int, help="only the first N scenarios of the split (default: all)")
     p.add_argument("--repeats", type=positive_int, default=2, help="reflect runs per disposition (default 2)")
     p.add_argument("--llm-url", help="OpenAI-compatible base URL (default: the bundled local model)")
     p.add_argument("--llm-model", help="model name (required with --llm-url; default qwen2.5-1.5b, local)")

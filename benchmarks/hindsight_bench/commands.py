@@ -136,7 +136,7 @@ def cmd_qa(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_cara(args: argparse.Namespace) -> dict[str, Any] | None:
     """``cara``: contrasting dispositions and labelled evidence on the bundled scenarios."""
-    from .cara import DATA, format_cara, load_scenarios, run_cara, write_cara
+    from .cara import DATA, format_cara, load_scenarios, run_cara, select_split, split_of, write_cara
     from .qa import endpoint_llm
 
     data = Path(args.data) if args.data else DATA
@@ -146,10 +146,12 @@ def cmd_cara(args: argparse.Namespace) -> dict[str, Any] | None:
         scenarios = load_scenarios(data)
     except ValueError as exc:
         raise BenchError(f"{data}: {exc}") from None
+    halves = {s.id: split_of(i) for i, s in enumerate(scenarios)}
+    scenarios = select_split(scenarios, args.split)
     if args.scenarios:
         scenarios = scenarios[: args.scenarios]
     llm = endpoint_llm(args.llm_url, args.llm_model, args.llm_key)
-    result = run_cara(llm, scenarios, repeats=args.repeats, workdir=args.workdir, log=_log(args))
+    result = run_cara(llm, scenarios, repeats=args.repeats, splits=halves, workdir=args.workdir, log=_log(args))
     if not args.json:
         print("\n" + format_cara(result))
     _report_written(args, write_cara(args.out, result))
