@@ -159,7 +159,7 @@ def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
         "call starts it)")
     out("  Each trait acts in code as well as in the prompt: empathy orders the memories the model sees, "
         "skepticism sets the support a confidence needs, literalism whether inferred memories (observations, "
-        "opinions) count.")
+        "opinions) count. Each opinion is forgotten again after it is shown, so both see the same memories.")
     results = []
     reference = "2025-07-01"
     for label, (s, lit, e, b) in DISPOSITIONS.items():
@@ -173,8 +173,9 @@ def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
         by_id = {m.id: m for m in r.memories}
         cited = [by_id[i] for i in r.based_on if i in by_id]  # in the order the answer relies on them
         opposed = [by_id[i] for i in r.against if i in by_id]
-        sources = dict.fromkeys(s for m in cited for s in (m.sources or [m.network.value]))
-        out(_indent(f"based on: {', '.join(sources) or '-'}; cited against: {len(opposed)}"))
+        cites = dict.fromkeys(s for m in cited for s in (
+            m.sources if m.network.value in ("world", "experience") else [f"{m.network.value}: {clip(m.text, 30)}"]))
+        out(_indent(f"based on: {', '.join(cites) or '-'}; cited against: {len(opposed)}"))
         basis = confidence_basis(cited, opposed, disposition, parse_timestamp(reference) or utcnow())
         for o in r.opinions:
             said = o.metadata.get("model_confidence")
@@ -185,6 +186,8 @@ def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
             reason = ("the model formed none" if basis["confidence"] else
                       f"no opinion: nothing it cited counts at this disposition ({basis['explanation']})")
             out(_indent(reason))
+        for o in r.opinions:  # so that the next disposition reflects on the same memories, not on this opinion
+            bank.forget(memory_id=o.id)
         results.append({"disposition": label, "answer": r.answer, "known": r.known, "stance": r.stance,
                         "based_on": r.based_on, "against": r.against, "basis": basis,
                         "shown": [m.id for m in r.memories],

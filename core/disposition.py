@@ -6,7 +6,7 @@ paper does. A small model often ignores those instructions, so each trait also a
 controls; contrasting dispositions then differ with any model:
 
 - skepticism: the support an opinion needs for a given confidence
-  (:mod:`hindsight_core.grounded_confidence`, ``need = 0.4 * skepticism``); the step by which new evidence
+  (:mod:`hindsight_core.grounded_confidence`: the need doubles with each point); the step by which new evidence
   moves an opinion (:func:`opinion_step`); and whether a second-hand claim in a new message ("I heard that
   ...", "apparently ...") moves an opinion at all (:func:`hearsay_factor`: fully at 1-3, half at 4, not at 5,
   where it is recorded in the opinion's history with no change).

@@ -17,13 +17,14 @@ The formula, for the distinct memories cited in support (``for``) and against (`
     S_for, S_against = the sums of weight over each side
     corroboration  = (sources + n_for) / (2 * n_for)      sources = distinct documents among the ``for`` memories:
                      1 when every memory comes from its own source, towards 0.5 when all share one
-    need           = NEED_PER_SKEPTICISM * skepticism     the support at which confidence reaches 63% of CEILING
+    need           = NEED_AT_SKEPTICISM_1 * 2 ** (skepticism - 1)   the support at which confidence reaches 63% of
+                     CEILING: each point of skepticism doubles it (0.25 memories' worth at 1, 1 at 3, 4 at 5)
     confidence     = CEILING * (1 - exp(-S_for * corroboration / need)) * S_for / (S_for + S_against)
 
-Edges (tested): no support gives 0; one fresh memory from one source gives 0.87 at skepticism 1 and 0.37 at 5;
-three fresh memories from three sources give 0.87 at skepticism 3; support and equal opposition halve it; an
-inferred memory alone counts for nothing to a fully literal mind, hearsay alone nothing to a fully skeptical
-one. Confidence never reaches 1 (``CEILING``).
+Edges (tested): no support gives 0; one fresh memory from one source gives 0.93 at skepticism 1 and 0.21 at 5;
+three fresh memories from three sources give 0.90 at skepticism 3 and 0.50 at 5; support and equal opposition
+halve it; an inferred memory alone counts for nothing to a fully literal mind, hearsay alone nothing to a fully
+skeptical one. Confidence never reaches 1 (``CEILING``).
 """
 
 from __future__ import annotations
@@ -37,8 +38,10 @@ from .models import Disposition, Memory, Network
 
 CEILING = 0.95
 """No amount of remembered evidence makes an opinion certain."""
-NEED_PER_SKEPTICISM = 0.4
-"""Support needed per point of skepticism (1..5): 0.4 memories' worth at 1, 2.0 at 5."""
+NEED_AT_SKEPTICISM_1 = 0.25
+"""Support needed at skepticism 1; it doubles with each point (4 memories' worth at 5). Doubling rather than a
+linear step (0.4 per point, the first version) because a linear need left a strict mind at 0.85 on five
+consistent memories, next to a trusting one's 0.95: the traits barely told apart (seen on the CARA dev half)."""
 INFERRED_WEIGHT = 0.5
 """What an inferred memory (observation, opinion) weighs at literalism 1, against 1 for a fact."""
 HALF_LIFE_DAYS = 365.0
@@ -81,7 +84,7 @@ def confidence_basis(
     s_for = sum(evidence_weight(m, disposition, reference) for m in support)
     s_against = sum(evidence_weight(m, disposition, reference) for m in against)
     sources = len({m.document_id or m.id for m in support})
-    need = NEED_PER_SKEPTICISM * disposition.skepticism
+    need = NEED_AT_SKEPTICISM_1 * 2 ** (disposition.skepticism - 1)
     value = 0.0
     if s_for > 0.0:
         corroboration = (sources + len(support)) / (2 * len(support))
@@ -91,7 +94,7 @@ def confidence_basis(
     why = (f"{len(support)} memories for ({sources} sources, support {s_for:.2f}"
            + (f", {uncounted} not counted at this disposition" if uncounted else "")
            + f"), {len(against)} against ({s_against:.2f}); skepticism {disposition.skepticism} needs "
-           f"{need:.1f} -> confidence {confidence:.2f}")
+           f"{need:g} -> confidence {confidence:.2f}")
     return {"confidence": confidence, "support": round(s_for, 4), "against": round(s_against, 4),
             "memories_for": len(support), "memories_against": len(against), "sources": sources,
             "need": round(need, 4), "explanation": why}

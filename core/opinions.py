@@ -194,26 +194,39 @@ class _AssessmentOut(BaseModel):
         return v
 
 
-# Measured on Qwen2.5-Coder-1.5B over 8 cases (2 reinforce, 3 contradict, 2 neutral, 1 weaken): this
-# prompt 7/8 (the weaken case came out contradict). Without the worked examples, or with the label before
-# the reason, it scored 4/8 (everything "contradict", the reason field holding the label); a decomposed
-# schema (same_topic / agrees / proves_false booleans) also 4/8. The examples share nothing with real data.
+# Measured on Qwen2.5-Coder-1.5B. First version (8 hand cases 7/8): "contradict: the evidence clearly shows the
+# opinion is false", "neutral: the evidence is about something else", four examples. On the CARA benchmark's dev
+# half it called serious failures (a restaurant failing its health inspection) "weaken" and anything that
+# mentioned the subject kindly "reinforce" (a car's colour). This version defines contradict by seriousness,
+# neutral by relevance to the claim rather than the subject, and adds a worked example of each; without the
+# worked examples, or with the label before the reason, the model put everything in one label.
+# The examples share nothing with real data or the benchmark's scenarios.
 _ASSESS_SYSTEM = """You decide how new evidence affects an opinion.
-reason: one short sentence: is the evidence about the opinion's subject, and does it agree with it?
+reason: one short sentence: does the evidence say anything about what the opinion claims, and does it agree?
 label:
-- reinforce: the evidence agrees with the opinion.
-- weaken: the evidence casts some doubt on the opinion but does not disprove it.
-- contradict: the evidence clearly shows the opinion is false.
-- neutral: the evidence is about something else.
+- reinforce: the evidence supports what the opinion claims.
+- weaken: a minor or one-off problem, complaint or worry about the claim (a small lapse, a mild \
+disappointment, a second-hand doubt); the opinion may still be right.
+- contradict: strong evidence against the claim: it shows the claim is false, or a failure so serious that \
+the claim no longer holds.
+- neutral: the evidence says nothing about what the opinion claims. News about the same person or thing that \
+has nothing to do with the claim (their hobbies, purchases or looks) is neutral, even when it is pleasant.
 revised: for contradict only, the opinion rewritten so that it is true given the evidence; otherwise "".
 Examples:
 Opinion: Sam is a good cook. Evidence: Every guest praised Sam's food.
-{"reason": "Praise for Sam's food agrees that Sam cooks well.", "label": "reinforce", "revised": ""}
+{"reason": "Praise for Sam's food supports that Sam cooks well.", "label": "reinforce", "revised": ""}
 Opinion: Sam is a good cook. Evidence: Sam burned the rice once.
-{"reason": "One burned dish casts some doubt on Sam's cooking.", "label": "weaken", "revised": ""}
+{"reason": "One burned dish is a small doubt about Sam's cooking.", "label": "weaken", "revised": ""}
+Opinion: Kim is a careful driver. Evidence: Kim forgot to signal at a roundabout once.
+{"reason": "One forgotten signal is a minor lapse in Kim's careful driving.", "label": "weaken", "revised": ""}
+Opinion: Kim is a careful driver. Evidence: Kim crashed twice this month while texting at the wheel.
+{"reason": "Two crashes while texting show Kim does not drive carefully.", "label": "contradict", \
+"revised": "Kim is a careless driver."}
 Opinion: Sam lives in Paris. Evidence: Sam has lived in Berlin for ten years.
 {"reason": "Living in Berlin shows Sam does not live in Paris.", "label": "contradict", \
 "revised": "Sam lives in Berlin."}
+Opinion: Sam is a good cook. Evidence: Sam bought a red bicycle and loves it.
+{"reason": "A bicycle says nothing about Sam's cooking.", "label": "neutral", "revised": ""}
 Opinion: Sam is a good cook. Evidence: It rained in Lima on Sunday.
 {"reason": "The weather in Lima says nothing about Sam's cooking.", "label": "neutral", "revised": ""}"""
 

@@ -59,8 +59,9 @@ class _Answer(BaseModel):
     known: bool = Field(description="true if some memories are relevant to the question")
     # At least one citation: small models otherwise answer "from nowhere" (ignored when known is false).
     based_on: list[int] = Field(min_length=1, max_length=8, description="numbers of the memories your answer uses")
-    against: list[int] = Field(default_factory=list, max_length=8,
-                               description="numbers of memories that speak against your answer, [] if none")
+    # At most 3, "usually none": with room for 8 the small model filled it with as many numbers as based_on.
+    against: list[int] = Field(default_factory=list, max_length=3,
+                               description="numbers of memories that contradict your answer; usually []")
     stance: Literal["yes", "no", "unsure"] = Field(
         "unsure", description="for a yes/no question your judgment, else unsure")
     answer: str = Field(max_length=1200, description="1-3 sentences that give the reasoning")
@@ -76,7 +77,7 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
         "Answer the question from the numbered memories you are given, reasoning and judging in line with "
         "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
         "some memories are relevant; only if none is relevant, set known to false and say you do not know. "
-        "Cite in against the numbers of memories that speak against your answer. "
+        "Cite in against only memories that contradict your answer (usually none). "
         "Never invent facts. If the question asks for a judgment (is, should, would, what do you think), "
         "add your judgment to opinions: one sentence in your own words, a confidence between 0 and 1 that "
         "reflects your disposition, and a short rationale."

@@ -389,7 +389,7 @@ def test_demo_reflects_with_two_dispositions() -> None:
     assert f"opinion (confidence {strict['confidence']:.2f}, the model said 0.4)" in printed
     # the difference explained: the same two memories, the support each skepticism needs
     assert "why: 2 memories for" in printed
-    assert "skepticism 1 needs 0.4" in printed and "skepticism 5 needs 2.0" in printed
+    assert "skepticism 1 needs 0.25 ->" in printed and "skepticism 5 needs 4 ->" in printed
     assert "shown first (empathy 5)" in printed and "shown first (empathy 1)" in printed
     assert first["basis"]["memories_for"] == second["basis"]["memories_for"] == 2
 

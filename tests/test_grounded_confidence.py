@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -28,14 +29,15 @@ def test_no_support_is_no_confidence() -> None:
 
 def test_one_source_and_the_skepticism_it_meets() -> None:
     one = [fact(1)]
-    assert conf(one, skepticism=1) == pytest.approx(0.8720, abs=1e-4)
-    assert conf(one, skepticism=5) == pytest.approx(0.3738, abs=1e-4)
+    assert conf(one, skepticism=1) == pytest.approx(0.95 * (1 - math.exp(-4)), abs=1e-4)  # 0.93
+    assert conf(one, skepticism=5) == pytest.approx(0.95 * (1 - math.exp(-0.25)), abs=1e-4)  # 0.21
     values = [conf(one, skepticism=s) for s in range(1, 6)]
     assert values == sorted(values, reverse=True) and len(set(values)) == 5  # each point of skepticism counts
 
 
 def test_more_independent_support_more_confidence_but_never_certainty() -> None:
-    assert conf([fact(i) for i in range(3)], skepticism=3) == pytest.approx(0.8720, abs=1e-4)
+    assert conf([fact(i) for i in range(3)], skepticism=3) == pytest.approx(0.95 * (1 - math.exp(-3)), abs=1e-4)
+    assert conf([fact(i) for i in range(3)], skepticism=5) == pytest.approx(0.95 * (1 - math.exp(-0.75)), abs=1e-4)
     assert conf([fact(i) for i in range(3)], skepticism=3) > conf([fact(0)], skepticism=3)
     assert conf([fact(i) for i in range(50)], skepticism=1) <= CEILING < 1.0
     # The same three memories from one conversation corroborate less than from three.
