@@ -197,10 +197,12 @@ class _AssessmentOut(BaseModel):
 # Measured on Qwen2.5-Coder-1.5B. First version (8 hand cases 7/8): "contradict: the evidence clearly shows the
 # opinion is false", "neutral: the evidence is about something else", four examples. On the CARA benchmark's dev
 # half it called serious failures (a restaurant failing its health inspection) "weaken" and anything that
-# mentioned the subject kindly "reinforce" (a car's colour). This version defines contradict by seriousness,
-# neutral by relevance to the claim rather than the subject, and adds a worked example of each; without the
-# worked examples, or with the label before the reason, the model put everything in one label.
-# The examples share nothing with real data or the benchmark's scenarios.
+# mentioned the subject kindly "reinforce" (a car's colour): 41/66 right. This version defines contradict by
+# seriousness, weaken as a minor or one-off problem, neutral by relevance to the claim rather than the subject,
+# with worked examples of each: 50/66 on the same dev messages (contradict 10/19 -> 18/19, weaken 7/16 -> 8/16;
+# without the second weaken example weaken fell to 2/16). Earlier: without worked examples, or with the label
+# before the reason, the model put everything in one label. The examples share nothing with real data or the
+# benchmark's scenarios.
 _ASSESS_SYSTEM = """You decide how new evidence affects an opinion.
 reason: one short sentence: does the evidence say anything about what the opinion claims, and does it agree?
 label:

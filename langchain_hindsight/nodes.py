@@ -161,12 +161,15 @@ def create_retain_node(
 
 # reflect -------------------------------------------------------------------------------------------
 def reflection_message(reflection: Reflection) -> AIMessage:
-    """The reflect answer as an AI message; citations (memory ids), ``known`` and opinions in its metadata."""
+    """The reflect answer as an AI message; citations for and against (memory ids), the stance, ``known`` and
+    opinions in its metadata."""
     return AIMessage(
         content=reflection.answer,
         response_metadata={
             "hindsight": {
                 "based_on": list(reflection.based_on),
+                "against": list(reflection.against),
+                "stance": reflection.stance,
                 "known": reflection.known,
                 "opinions": [memory_to_dict(o) for o in reflection.opinions],
             }

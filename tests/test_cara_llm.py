@@ -41,9 +41,11 @@ def test_two_dispositions_reflect_differently_over_the_same_memories(tmp_path: P
     with Hindsight.open(tmp_path / "m", llm=qwen) as hs:
         bank = hs.bank("coach", background="I coach amateur runners.")
         bank.retain(RUNNING, timestamp=T0, extract=False)
-        warm = bank.reflect("Is Ana a committed runner?",
+        warm = bank.reflect("Is Ana a committed runner?", reference_time=T0 + timedelta(days=1),
                             disposition=Disposition(skepticism=1, literalism=2, empathy=5, bias=0.8))
-        cold = bank.reflect("Is Ana a committed runner?",
+        for opinion in warm.opinions:  # the same evidence for both: not the first one's opinion as well
+            bank.forget(memory_id=opinion.id)
+        cold = bank.reflect("Is Ana a committed runner?", reference_time=T0 + timedelta(days=1),
                             disposition=Disposition(skepticism=5, literalism=5, empathy=1, bias=0.8))
         assert warm.system_message != cold.system_message
         for result in (warm, cold):
@@ -57,6 +59,10 @@ def test_two_dispositions_reflect_differently_over_the_same_memories(tmp_path: P
         # so the strict mind holds its judgment with visibly less confidence, whatever number the model wrote.
         assert warm.opinions and cold.opinions
         assert max(o.confidence or 0 for o in warm.opinions) >= max(o.confidence or 0 for o in cold.opinions) + 0.15
+        for result in (warm, cold):
+            assert len(result.based_on) == len(set(result.based_on))  # each memory once
+            assert result.stance in ("yes", "no", "unsure")
+            assert all("skepticism" in (o.metadata.get("confidence_basis") or "") for o in result.opinions)
 
 
 def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path, qwen: LocalLLM) -> None:

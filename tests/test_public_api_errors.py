@@ -56,6 +56,8 @@ VALID: dict[str, dict[str, Any]] = {
     "aschedule_reflect": {"query": "Is Ana fit?"},
     "add_opinion": {"text": "Ana is fit", "confidence": 0.7},
     "opinion_history": {"opinion_id": "missing"},
+    "update_opinions": {"memory_ids": ["missing"]},
+    "aupdate_opinions": {"memory_ids": ["missing"]},
     "observation": {"entity": "Ana"},
     "merge_background": {"snippet": "I like running."},
     "amerge_background": {"snippet": "I like running."},

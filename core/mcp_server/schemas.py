@@ -98,8 +98,11 @@ class ReflectOut(BaseModel):
     query: str
     answer: str
     known: bool = Field(description="false when memory held nothing that answers the question")
+    stance: str | None = Field(default=None, description="yes / no / unsure on a yes/no question")
     based_on: list[MemoryOut] = Field(description="the recalled memories the answer relied on, in that order")
-    opinions: list[MemoryOut] = Field(default_factory=list, description="opinions formed and stored")
+    against: list[MemoryOut] = Field(default_factory=list, description="recalled memories cited against it")
+    opinions: list[MemoryOut] = Field(default_factory=list, description="opinions formed and stored, each with "
+                                      "the confidence computed from its evidence")
     disposition: Disposition = Field(description="the disposition the answer was given with")
 
     @classmethod
@@ -107,8 +110,10 @@ class ReflectOut(BaseModel):
         """The tool's view of a ``Reflection``; ``based_on`` carries the cited memories themselves."""
         recalled = {m.id: m for m in reflection.memories}
         cited = [MemoryOut.of(recalled[i]) for i in reflection.based_on if i in recalled]
+        against = [MemoryOut.of(recalled[i]) for i in reflection.against if i in recalled]
         return cls(bank=bank, query=reflection.query, answer=reflection.answer, known=reflection.known,
-                   based_on=cited, opinions=[MemoryOut.of(o) for o in reflection.opinions],
+                   stance=reflection.stance, based_on=cited, against=against,
+                   opinions=[MemoryOut.of(o) for o in reflection.opinions],
                    disposition=reflection.disposition)
 
 
