@@ -147,3 +147,14 @@ def test_dev_and_test_halves_are_fixed_by_position() -> None:
     assert len(dev) == DEV_SCENARIOS and dev + test == scenarios == select_split(scenarios, "all")
     with pytest.raises(ValueError, match="unknown split"):
         select_split(scenarios, "train")
+
+
+def test_evidence_part_alone(tmp_path: Path) -> None:
+    scenarios = load_scenarios()[:1]
+    labels = {later.text: later.label for later in scenarios[0].later}
+    result = run_cara(scripted(labels), scenarios, parts=("evidence",), workdir=tmp_path / "w", log=lambda *a: None)
+    m = result["metrics"]
+    assert result["records"][0]["runs"] == {} and m["sensitivity"] is None and m["consistency"] is None
+    assert m["responsiveness"] == 1.0 and m["responsiveness_messages"] == 3
+    with pytest.raises(ValueError, match="parts must be"):
+        run_cara(scripted(labels), scenarios, parts=("dream",), log=lambda *a: None)

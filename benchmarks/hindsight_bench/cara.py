@@ -52,6 +52,8 @@ CONFIDENCE_GAP = 0.15
 """Two opinion confidences this far apart count as a different outcome (the issue's definition)."""
 SEED_CONFIDENCE = 0.5
 SPLITS = ("dev", "test", "all")
+PARTS = ("reflect", "evidence")
+"""The two parts of a run: reflect under the dispositions, and the labelled later messages."""
 DEV_SCENARIOS = 22
 """The first 22 scenarios of the bundled set are the dev half, the rest the test half."""
 
@@ -210,6 +212,7 @@ def run_cara(
     scenarios: Sequence[Scenario],
     *,
     repeats: int = 2,
+    parts: Sequence[str] = PARTS,
     splits: Mapping[str, str] | None = None,
     workdir: str | Path | None = None,
     llm_name: str | None = None,
@@ -221,6 +224,9 @@ def run_cara(
 
     if repeats < 1:
         raise ValueError("repeats must be >= 1")
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise ValueError(f"parts must be among {', '.join(PARTS)}, got {list(parts)}")
     tmp = tempfile.mkdtemp(prefix="hindsight-cara-") if workdir is None else None
     root = Path(tmp or str(workdir))
     disps = dispositions()
@@ -232,9 +238,11 @@ def run_cara(
                 split = (splits or {}).get(scenario.id, "")
                 record: dict[str, Any] = {"id": scenario.id, "split": split, "question": scenario.question,
                                           "expected_stance": scenario.expected_stance(), "runs": {}}
-                for name, disposition in disps.items():
-                    record["runs"][name] = [reflect_run(hs, scenario, name, disposition, k) for k in range(repeats)]
-                record["later"] = responsiveness_run(hs, scenario)
+                if "reflect" in parts:
+                    for name, disposition in disps.items():
+                        record["runs"][name] = [reflect_run(hs, scenario, name, disposition, k)
+                                                for k in range(repeats)]
+                record["later"] = responsiveness_run(hs, scenario) if "evidence" in parts else []
                 records.append(record)
                 first = {name: runs[0] for name, runs in record["runs"].items()}
                 log(f"[{n}/{len(scenarios)}] {scenario.id}: "
@@ -245,6 +253,7 @@ def run_cara(
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     return {"benchmark": "cara", "model": llm_name or getattr(llm, "name", str(llm)), "repeats": repeats,
+            "parts": list(parts),
             "dispositions": {k: v.model_dump() for k, v in disps.items()}, "scenarios": len(records),
             "metrics": cara_metrics(records),
             "metrics_by_split": {k: cara_metrics([r for r in records if r["split"] == k])
@@ -255,7 +264,7 @@ def run_cara(
 
 def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Sensitivity, consistency, evidence responsiveness and groundedness of scenario records (see the module)."""
-    sensitive = 0
+    sensitive = compared = 0
     consistent = pairs = 0
     cited = valid = stored = stored_ok = 0
     stances: dict[str, Counter[str]] = {}
@@ -265,6 +274,7 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         runs = r["runs"]
         names = list(runs)
         if len(names) >= 2:
+            compared += 1
             a, b = runs[names[0]][0], runs[names[1]][0]
             if a["stance"] != b["stance"] or abs(a["confidence"] - b["confidence"]) >= CONFIDENCE_GAP:
                 sensitive += 1
@@ -287,7 +297,7 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     n = len(records)
     return {
         "scenarios": n,
-        "sensitivity": _share(sensitive, n),
+        "sensitivity": _share(sensitive, compared),
         "consistency": _share(consistent, pairs),
         "consistency_pairs": pairs,
         "responsiveness": _share(sum(confusion[g][g] for g in LABELS), len(later)),
@@ -297,7 +307,7 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "groundedness_citations": _share(valid, cited),
         "groundedness_stored": _share(stored_ok, stored),
         "stances": {k: dict(v) for k, v in stances.items()},
-        "stance_matches_evidence": {k: _share(v, n) for k, v in agrees.items()},
+        "stance_matches_evidence": {k: _share(v, sum(stances[k].values())) for k, v in agrees.items()},
         "mean_confidence": {k: round(sum(v) / len(v), 3) if v else None for k, v in confidences.items()},
     }
 

@@ -176,6 +176,8 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the dev half (first 22 scenarios), the test half (last 22, the headline) or all (default)")
     p.add_argument("--scenarios", type=positive_int, help="only the first N scenarios of the split (default: all)")
     p.add_argument("--repeats", type=positive_int, default=2, help="reflect runs per disposition (default 2)")
+    p.add_argument("--part", choices=("reflect", "evidence", "all"), default="all",
+                   help="reflect under the dispositions, the labelled later messages, or both (default all)")
     p.add_argument("--llm-url", help="OpenAI-compatible base URL (default: the bundled local model)")
     p.add_argument("--llm-model", help="model name (required with --llm-url; default qwen2.5-1.5b, local)")
     p.add_argument("--llm-key", help="API key of the endpoint (default: $OPENAI_API_KEY or none)")
