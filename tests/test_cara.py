@@ -246,3 +246,28 @@ def test_update_opinions_applies_evidence_once_and_finds_names_the_recogniser_mi
         other = bank.retain([{"speaker": "Nina", "text": "The tram was late again this morning.", "id": "n2"}],
                             timestamp=T0, extract=False)
         assert bank.update_opinions(other.memory_ids) == [] and len(llm.calls) == 1  # unrelated: no model call
+
+
+def test_update_opinions_failing_half_way_then_retried_moves_each_opinion_once(tmp_path: Path) -> None:
+    from hindsight_core.errors import LLMError
+
+    verdict = {"reason": "about Ana's running", "label": "reinforce", "revised": ""}
+    llm = ScriptedLLM([verdict, LLMError("model went away"), verdict, verdict])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach")
+        first = bank.add_opinion("Ana is a dedicated runner.", 0.5, entities=["Ana"])
+        second = bank.add_opinion("Ana likes racing in Porto.", 0.5, entities=["Ana"])
+        news = bank.retain([{"speaker": "Ana", "text": "Ana ran the Porto half marathon again.", "id": "n1"}],
+                           timestamp=T0, extract=False)
+        with pytest.raises(LLMError):
+            bank.update_opinions(news.memory_ids)
+        moved = [o for o in (first, second) if len(bank.opinion_history(o.id)) == 2]
+        assert len(moved) == 1  # the one assessed before the failure moved, and only that one
+        retried = bank.update_opinions(news.memory_ids)
+        assert [e.opinion_id for e in retried] == [o.id for o in (first, second) if o not in moved]
+        assert bank.update_opinions(news.memory_ids) == []
+        for opinion in (first, second):
+            history = bank.opinion_history(opinion.id)
+            assert [e.label for e in history] == ["formed", "reinforce"]  # exactly once each
+            assert bank.get(opinion.id).confidence == pytest.approx(history[-1].new_confidence)
+        assert len(llm.calls) == 3  # the applied evidence was not asked about again
