@@ -81,3 +81,42 @@ def test_a_damaged_index_is_rebuilt_from_the_graph_store(tmp_path: Path) -> None
         top = hs.bank("b").recall("What did Maya plant?", budget=200).memories
         assert top and top[0].sources == ["m1"]
         assert check(hs).ok
+
+
+def test_processes_opening_the_index_at_once_take_turns_to_load_it(tmp_path: Path) -> None:
+    """Opening a Chroma client writes to its SQLite file (and the first one creates its tables): six readers
+    and two writers opening a new index at the same moment, the writers writing on (so the readers reload
+    again and again), all finish, and every write is there at the end. Before reloads took the exclusive lock
+    this failed about one run in two with "table collections already exists" or, in CI, "database is
+    locked"."""
+    vectors = tmp_path / "vectors"  # a new index: the first client to open it also creates Chroma's tables
+    go = tmp_path / "go"
+    script = textwrap.dedent(f"""
+        import os, sys, time
+        import numpy as np
+        from hindsight_core.stores.base import VectorMeta
+        from hindsight_core.stores.chroma import ChromaVectorIndex
+        role = sys.argv[1]
+        while not os.path.exists({str(go)!r}):
+            time.sleep(0.005)
+        index = ChromaVectorIndex.persistent({str(vectors)!r})
+        index.ensure_collection("b", "e", 3)
+        for i in range(30):
+            if role == "writer":
+                index.upsert("b", [f"u{{i}}"], np.array([[1.0, float(i), 0.0]]), [VectorMeta()])
+            else:
+                index.ensure_collection("b", "e", 3)
+                index.query("b", np.array([1.0, 0.0, 0.0]), 3)
+        index.close()
+        print("done", flush=True)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, role], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for role in ("writer", "writer", *["reader"] * 6)]
+    go.write_text("go")
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0 and out.strip() == "done", err[-3000:]
+    index = ChromaVectorIndex.persistent(vectors)
+    index.ensure_collection("b", "e", 3)
+    assert index.ids("b") == {f"u{i}" for i in range(30)}
+    index.close()

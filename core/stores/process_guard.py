@@ -8,8 +8,10 @@ hnsw segment writer``). So every access to the index goes through this guard:
 
 - ``<index>.lock`` is ``flock``-ed: shared for reads, exclusive for writes. Threads of one process share the
   process's hold (a readers-writer lock inside the process decides which mode it holds).
-- ``<index>.gen`` holds a generation number that every write bumps. Under the lock, a process whose client
-  was loaded at an older generation reloads it first (``reload``: a new client that reads the disk).
+- ``<index>.gen`` holds a generation number that every write bumps. A process whose client was loaded at an
+  older generation reloads it first (``reload``: a new client that reads the disk), always under the exclusive
+  lock: opening a client writes to Chroma's SQLite, and two processes doing that at once see "database is
+  locked".
 - A writer marks the generation ``dirty`` before it touches Chroma and clears it after. Finding it dirty
   means a writer died mid-write: the finder takes the exclusive lock, reloads and runs ``probe`` (which
   replays the write-ahead log); a probe that fails means the index files are damaged
@@ -126,21 +128,24 @@ class ProcessGuard:
     def _enter_shared(self) -> None:
         self._lock(fcntl.LOCK_SH, "reading")
         try:
-            if self._sync(exclusive=False)[0]:
-                return
-            # A writer died mid-write: recover under the exclusive lock, then go back to sharing.
-            self._unlock()
-            self._lock(fcntl.LOCK_EX, "recovering")
-            self._sync(exclusive=True)
-            assert self._fd is not None  # set by _lock just above
-            fcntl.flock(self._fd, fcntl.LOCK_SH)
+            # Reloading opens a new Chroma client, which writes to Chroma's SQLite: two processes doing it at
+            # once fail with "database is locked". So a reader that must reload (or recover a dead writer's
+            # mess) does it under the exclusive lock, then goes back to sharing. flock's downgrade is not
+            # atomic, so a writer may slip in between: check again until the generation holds still.
+            while not self._sync(exclusive=False)[0]:
+                self._unlock()
+                self._lock(fcntl.LOCK_EX, "reloading")
+                self._sync(exclusive=True)
+                assert self._fd is not None  # set by _lock just above
+                fcntl.flock(self._fd, fcntl.LOCK_SH)
         except BaseException:
             self._unlock()
             raise
 
     def _sync(self, exclusive: bool) -> tuple[bool, int]:
-        """Bring this process's client up to the current generation: (done, generation). A reader that finds
-        the index dirty gets ``done`` False and retries under the exclusive lock."""
+        """Bring this process's client up to the current generation: (done, generation). A reader (not
+        ``exclusive``) whose client is stale, or that finds the index dirty, gets ``done`` False and retries
+        under the exclusive lock."""
         gen, dirty = self._read_gen()
         if dirty:
             if not exclusive:
@@ -156,6 +161,8 @@ class ProcessGuard:
             self._write_gen(gen, dirty=False)
             self._seen = gen
         elif gen != self._seen:
+            if not exclusive:
+                return False, gen
             try:
                 self._load()
             except Exception as exc:  # files Chroma cannot open: derived data, rebuilt from the graph store
