@@ -159,93 +159,120 @@ _FACT_CHARS = 300
 _MAX_TOKENS = 200
 _REASON_CHARS = 200
 
-_LABEL_SYNONYMS = {
-    "support": "reinforce", "supports": "reinforce", "reinforces": "reinforce", "confirm": "reinforce",
-    "confirms": "reinforce", "weakens": "weaken", "contradicts": "contradict", "refute": "contradict",
-    "refutes": "contradict", "unrelated": "neutral", "none": "neutral", "irrelevant": "neutral",
-}
+_SEVERE = 4
+"""``how_bad`` from this point on (of 5) makes evidence against the claim a contradiction, below it a weakening.
+Fixed before measuring; the model's answers to evidence against were 1 or 5 on the dev half, so any point from 2
+to 5 gives the same labels there."""
 
 
 class _AssessmentOut(BaseModel):
-    """LLM-facing schema. The reason comes first: a small model labels better after saying why."""
+    """LLM-facing schema. The model answers two small questions; code turns the answers into the label.
+
+    Asked for a label directly, Qwen2.5-1.5B called most minor lapses contradictions: it judges direction
+    well but not degree. Asked for the direction (yes / no / cannot tell) and, separately, how bad evidence
+    against is on a 1-5 scale, it answers 1 for a one-off lapse and 5 for a serious failure. The sentence
+    first: a small model answers better after saying what the evidence shows. A contradiction's corrected
+    opinion is asked for in a second call (``_RevisedOut``): with it in the same answer (and a numbered
+    evidence list even for one message) the dev half's messages got 47 of 66 right labels, against 58.
+    """
 
     model_config = LLM_SCHEMA_CONFIG
 
-    reason: str = Field(max_length=_REASON_CHARS, description="one short sentence")
-    label: Literal["reinforce", "weaken", "contradict", "neutral"]
-    revised: str = Field(max_length=_OPINION_CHARS, description='contradict only: corrected opinion; else ""')
+    shows: str = Field(max_length=_REASON_CHARS, description="what the evidence shows about the claim")
+    answer: Literal["yes", "no", "cannot tell"]
+    how_bad: int = Field(ge=0, le=5, description='0 unless answer is "no"; then 1 (trivial) to 5 (serious)')
 
-    @field_validator("reason", mode="before")
+    @field_validator("shows", mode="before")
     @classmethod
-    def _reason(cls, v: Any) -> Any:
+    def _shows(cls, v: Any) -> Any:
         return trim(v, _REASON_CHARS)
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, v: Any) -> Any:
+        return " ".join(v.lower().split()) if isinstance(v, str) else v
+
+    @field_validator("how_bad", mode="before")
+    @classmethod
+    def _how_bad(cls, v: Any) -> Any:
+        return int(v) if isinstance(v, float) and v.is_integer() else v
+
+    def label(self) -> Assessment:
+        """The verdict, decided by code from the answers (see ``_SEVERE``)."""
+        if self.answer == "yes":
+            return Assessment.REINFORCE
+        if self.answer == "cannot tell":
+            return Assessment.NEUTRAL
+        return Assessment.CONTRADICT if self.how_bad >= _SEVERE else Assessment.WEAKEN
+
+
+class _RevisedOut(BaseModel):
+    """LLM-facing schema of the second call, for a contradiction only: the opinion corrected."""
+
+    model_config = LLM_SCHEMA_CONFIG
+
+    revised: str = Field(max_length=_OPINION_CHARS, description="the claim rewritten to be true")
 
     @field_validator("revised", mode="before")
     @classmethod
     def _revised(cls, v: Any) -> Any:
         return trim(v, _OPINION_CHARS)
 
-    @field_validator("label", mode="before")
-    @classmethod
-    def _label(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            norm = v.strip().lower()
-            return _LABEL_SYNONYMS.get(norm, norm)
-        return v
 
-
-# Measured on Qwen2.5-Coder-1.5B. First version (8 hand cases 7/8): "contradict: the evidence clearly shows the
-# opinion is false", "neutral: the evidence is about something else", four examples. On the CARA benchmark's dev
-# half it called serious failures (a restaurant failing its health inspection) "weaken" and anything that
-# mentioned the subject kindly "reinforce" (a car's colour): 41/66 right. This version defines contradict by
-# seriousness, weaken as a minor or one-off problem, neutral by relevance to the claim rather than the subject,
-# with worked examples of each: 50/66 on the same dev messages (contradict 10/19 -> 18/19, weaken 7/16 -> 8/16;
-# without the second weaken example weaken fell to 2/16). Earlier: without worked examples, or with the label
-# before the reason, the model put everything in one label. The examples share nothing with real data or the
-# benchmark's scenarios.
-_ASSESS_SYSTEM = """You decide how new evidence affects an opinion.
-reason: one short sentence: does the evidence say anything about what the opinion claims, and does it agree?
-label:
-- reinforce: the evidence supports what the opinion claims.
-- weaken: a minor or one-off problem, complaint or worry about the claim (a small lapse, a mild \
-disappointment, a second-hand doubt); the opinion may still be right.
-- contradict: strong evidence against the claim: it shows the claim is false, or a failure so serious that \
-the claim no longer holds.
-- neutral: the evidence says nothing about what the opinion claims. News about the same person or thing that \
-has nothing to do with the claim (their hobbies, purchases or looks) is neutral, even when it is pleasant.
-revised: for contradict only, the opinion rewritten so that it is true given the evidence; otherwise "".
+# Measured on Qwen2.5-Coder-1.5B, CARA benchmark dev half, see docs/BENCHMARKS.md section 6. v1 (label asked
+# directly, "contradict: the evidence clearly shows the opinion is false"): 41/66. v2 (label asked directly;
+# contradict defined by seriousness, weaken as a minor or one-off problem, neutral by relevance to the claim):
+# 50/66, weaken only 7/16. v3 (this one): what the evidence shows, yes / no / cannot tell, how bad 1-5, and code
+# decides the label. The examples share nothing with real data or the benchmark's scenarios.
+_ASSESS_SYSTEM = """You check one new piece of evidence against a claim, using only the evidence.
+shows: one short sentence: what the evidence shows about the claim, or "nothing" if it is about something else.
+answer: "yes" if the evidence supports the claim; "no" if it goes against it; "cannot tell" if it is about \
+something else (a hobby, a purchase, looks, news unrelated to the claim), even when it names the same person \
+or thing.
+how_bad: 0 unless the answer is "no"; then how badly it goes against the claim, 1 (trivial, one-off, \
+easily explained) to 5 (serious, repeated, or proves the claim false).
 Examples:
-Opinion: Sam is a good cook. Evidence: Every guest praised Sam's food.
-{"reason": "Praise for Sam's food supports that Sam cooks well.", "label": "reinforce", "revised": ""}
-Opinion: Sam is a good cook. Evidence: Sam burned the rice once.
-{"reason": "One burned dish is a small doubt about Sam's cooking.", "label": "weaken", "revised": ""}
-Opinion: Kim is a careful driver. Evidence: Kim forgot to signal at a roundabout once.
-{"reason": "One forgotten signal is a minor lapse in Kim's careful driving.", "label": "weaken", "revised": ""}
-Opinion: Kim is a careful driver. Evidence: Kim crashed twice this month while texting at the wheel.
-{"reason": "Two crashes while texting show Kim does not drive carefully.", "label": "contradict", \
-"revised": "Kim is a careless driver."}
-Opinion: Sam lives in Paris. Evidence: Sam has lived in Berlin for ten years.
-{"reason": "Living in Berlin shows Sam does not live in Paris.", "label": "contradict", \
-"revised": "Sam lives in Berlin."}
-Opinion: Sam is a good cook. Evidence: Sam bought a red bicycle and loves it.
-{"reason": "A bicycle says nothing about Sam's cooking.", "label": "neutral", "revised": ""}
-Opinion: Sam is a good cook. Evidence: It rained in Lima on Sunday.
-{"reason": "The weather in Lima says nothing about Sam's cooking.", "label": "neutral", "revised": ""}"""
+Claim: Sam is a good cook. Evidence: Every guest praised Sam's food.
+{"shows": "Guests praising Sam's food shows Sam cooks well.", "answer": "yes", "how_bad": 0}
+Claim: Sam is a good cook. Evidence: Sam burned the rice once.
+{"shows": "One burned dish is a small, one-off problem.", "answer": "no", "how_bad": 1}
+Claim: Kim is a careful driver. Evidence: Kim crashed twice this month while texting at the wheel.
+{"shows": "Two crashes while texting show Kim drives carelessly.", "answer": "no", "how_bad": 5}
+Claim: Sam is a good cook. Evidence: Sam bought a red bicycle and loves it.
+{"shows": "nothing: a bicycle is not about cooking.", "answer": "cannot tell", "how_bad": 0}
+Claim: Kim is a careful driver. Evidence: Kim dyed her hair green for a festival.
+{"shows": "nothing: hair colour is not about driving.", "answer": "cannot tell", "how_bad": 0}"""
+
+_REVISE_SYSTEM = """Evidence shows that a claim is false. Rewrite the claim in one sentence so that it is true \
+given the evidence.
+Example:
+Claim: Sam lives in Paris. Evidence: Sam has lived in Berlin for ten years.
+{"revised": "Sam lives in Berlin."}"""
+
+
+def _evidence_block(facts: Sequence[tuple[str, str]]) -> str:
+    lines = [clip(text, _FACT_CHARS) for _, text in _usable(facts)[:_MAX_FACTS]]
+    if len(lines) == 1:
+        return f"Evidence: {lines[0]}"
+    return "Evidence:\n" + "\n".join(f"{i}. {line}" for i, line in enumerate(lines, 1))
 
 
 def build_assessment_prompt(opinion_text: str, facts: Sequence[tuple[str, str]]) -> list[ChatMessage]:
     """The chat messages of one assessment call (at most 20 facts, each clipped to 300 characters).
 
-    Facts are numbered 1..n rather than shown with their memory ids: ids cost tokens and the verdict is
-    about the evidence as a whole. The opinion's confidence is not shown: the label must say what the
-    evidence does, not how sure we already were.
+    Facts are numbered 1..n (one fact is shown on the evidence line, like the examples) rather than shown
+    with their memory ids: ids cost tokens and the verdict is about the evidence as a whole. The opinion's
+    confidence is not shown: the label must say what the evidence does, not how sure we already were.
     """
-    lines = [f"{i}. {clip(text, _FACT_CHARS)}" for i, (_, text) in enumerate(_usable(facts)[:_MAX_FACTS], 1)]
-    user = (
-        f"Opinion: {clip(opinion_text, _OPINION_CHARS)}\n"
-        "Evidence:\n" + "\n".join(lines) + "\nAnswer with JSON: reason, label, revised."
-    )
+    user = (f"Claim: {clip(opinion_text, _OPINION_CHARS)}\n{_evidence_block(facts)}\n"
+            "Answer with JSON: shows, answer, how_bad.")
     return [ChatMessage(role="system", content=_ASSESS_SYSTEM), ChatMessage(role="user", content=user)]
+
+
+def _revision_prompt(opinion_text: str, facts: Sequence[tuple[str, str]]) -> list[ChatMessage]:
+    user = (f"Claim: {clip(opinion_text, _OPINION_CHARS)}\n{_evidence_block(facts)}\n"
+            "Answer with JSON: revised.")
+    return [ChatMessage(role="system", content=_REVISE_SYSTEM), ChatMessage(role="user", content=user)]
 
 
 def _usable(facts: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -276,17 +303,17 @@ def _same_text(a: str, b: str) -> bool:
     return norm(a) == norm(b)
 
 
-def _normaliser(opinion_text: str) -> Callable[[_AssessmentOut], OpinionAssessment]:
-    """Public verdict from the model's answer: the revision is kept only for a contradiction; an empty one,
-    or one that merely repeats the opinion (Qwen 1.5B does that in about a third of contradictions),
-    becomes None."""
+def _verdict(out: _AssessmentOut) -> OpinionAssessment:
+    return OpinionAssessment(label=out.label(), rationale=out.shows.strip(), revised_text=None)
 
-    def normalise(out: _AssessmentOut) -> OpinionAssessment:
-        label = Assessment(out.label)
-        revised = out.revised.strip() if label is Assessment.CONTRADICT else ""
-        if revised and _same_text(revised, opinion_text):
-            revised = ""
-        return OpinionAssessment(label=label, rationale=out.reason.strip(), revised_text=revised or None)
+
+def _revision(opinion_text: str) -> Callable[[_RevisedOut], str | None]:
+    """The corrected opinion, or None when the model gave none or merely repeated the opinion (Qwen 1.5B does
+    that in about a third of contradictions)."""
+
+    def normalise(out: _RevisedOut) -> str | None:
+        revised = out.revised.strip()
+        return None if not revised or _same_text(revised, opinion_text) else revised
 
     return normalise
 
@@ -294,20 +321,26 @@ def _normaliser(opinion_text: str) -> Callable[[_AssessmentOut], OpinionAssessme
 def assess_opinion(
     llm: LLM, opinion_text: str, confidence: float, facts: list[tuple[str, str]]
 ) -> OpinionAssessment:
-    """Label new evidence ``facts`` (``(memory_id, text)`` pairs) against an opinion with one LLM call.
+    """Label new evidence ``facts`` (``(memory_id, text)`` pairs) against an opinion.
 
-    Returns reinforce / weaken / contradict / neutral (neutral when the facts are unrelated), a short
-    rationale, and for contradict only a revised opinion text (None when the model gave none or merely
-    repeated the opinion). At most 20 distinct facts are shown, each clipped to 300 characters. Raises
-    ``ValueError`` for an empty opinion, a confidence outside [0, 1] or no usable facts, and ``LLMError``
-    when the model answers malformed twice. ``confidence`` is validated but not shown to the model.
+    One LLM call says what the evidence shows, whether it supports the opinion (yes / no / cannot tell) and,
+    when it does not, how bad it is (1-5); code makes that reinforce / neutral / weaken (below 4) /
+    contradict (4 or 5). A contradiction takes a second call for the revised opinion text (None when the
+    model gave none or merely repeated the opinion). At most 20 distinct facts are shown, each clipped to 300
+    characters. Raises ``ValueError`` for an empty opinion, a confidence outside [0, 1] or no usable facts,
+    and ``LLMError`` when the model answers malformed twice. ``confidence`` is validated but not shown to the
+    model.
     """
     _check_inputs(opinion_text, confidence, facts)
-    messages = build_assessment_prompt(opinion_text, facts)
-    return structured_call(
-        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS,
-        check=_normaliser(opinion_text),
+    verdict: OpinionAssessment = structured_call(
+        llm, build_assessment_prompt(opinion_text, facts), _AssessmentOut, what="opinion assessment",
+        max_tokens=_MAX_TOKENS, check=_verdict,
     )
+    if verdict.label is not Assessment.CONTRADICT:
+        return verdict
+    revised = structured_call(llm, _revision_prompt(opinion_text, facts), _RevisedOut,
+                              what="opinion revision", max_tokens=_MAX_TOKENS, check=_revision(opinion_text))
+    return verdict.model_copy(update={"revised_text": revised})
 
 
 async def aassess_opinion(
@@ -315,8 +348,12 @@ async def aassess_opinion(
 ) -> OpinionAssessment:
     """Async twin of :func:`assess_opinion`."""
     _check_inputs(opinion_text, confidence, facts)
-    messages = build_assessment_prompt(opinion_text, facts)
-    return await astructured_call(
-        llm, messages, _AssessmentOut, what="opinion assessment", max_tokens=_MAX_TOKENS,
-        check=_normaliser(opinion_text),
+    verdict: OpinionAssessment = await astructured_call(
+        llm, build_assessment_prompt(opinion_text, facts), _AssessmentOut, what="opinion assessment",
+        max_tokens=_MAX_TOKENS, check=_verdict,
     )
+    if verdict.label is not Assessment.CONTRADICT:
+        return verdict
+    revised = await astructured_call(llm, _revision_prompt(opinion_text, facts), _RevisedOut,
+                                     what="opinion revision", max_tokens=_MAX_TOKENS, check=_revision(opinion_text))
+    return verdict.model_copy(update={"revised_text": revised})

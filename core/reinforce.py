@@ -101,7 +101,7 @@ class OpinionReinforcer:
             if not evidence:
                 continue
             old = opinion.confidence if opinion.confidence is not None else 0.5
-            verdict = assess_opinion(self._llm(), opinion.text, old, [(m.id, m.text) for m in evidence])
+            verdict = assess_opinion(self._llm(), opinion.text, old, [(m.id, _content(m)) for m in evidence])
             if verdict.label == Assessment.NEUTRAL:
                 continue
             new_text = verdict.revised_text if verdict.label == Assessment.CONTRADICT else None
@@ -123,3 +123,15 @@ class OpinionReinforcer:
             if event.new_text:
                 self.reindex(bank_id, [opinion.id])
         return events
+
+
+def _content(memory: Memory) -> str:
+    """What a message said, without its "Speaker: " prefix, for the model that judges it. Who said it is the
+    code's business (hearsay, sources); Qwen 1.5B read the speaker as the subject ("Priya's late arrival shows
+    ...") and got 50 of the CARA dev half's 66 messages right with the prefix, 58 without. Only a memory of one
+    message whose prefix is one of its entities (the raw extractor adds the speaker as one) is cut."""
+    head, sep, rest = memory.text.partition(": ")
+    if (sep and rest.strip() and len(memory.sources) == 1
+            and any(head.strip().casefold() == e.casefold() for e in memory.entities)):
+        return rest
+    return memory.text

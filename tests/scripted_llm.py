@@ -111,8 +111,8 @@ class ScriptedLLM:
         if not self._queue:
             raise AssertionError("ScriptedLLM: no scripted response left for this call")
         response = self._queue.popleft()
-        if callable(response) and not isinstance(response, BaseModel | BaseException | type):
-            response = response(list(messages), schema)
+        while callable(response) and not isinstance(response, BaseModel | BaseException | type):
+            response = response(list(messages), schema)  # a responder may hand back another responder
         if isinstance(response, BaseException):
             raise response
         if isinstance(response, BaseModel):
@@ -126,3 +126,20 @@ class ScriptedLLM:
             return schema.model_validate(response)
         except ValidationError as exc:
             raise MalformedOutputError(f"scripted output does not match {schema.__name__}", raw=str(response)) from exc
+
+
+_ANSWERS = {"reinforce": ("yes", 0), "weaken": ("no", 1), "contradict": ("no", 5), "neutral": ("cannot tell", 0)}
+
+
+def assessment(label: str, revised: str = "", shows: str = "because") -> Callable[..., dict[str, Any]]:
+    """A responder for the opinion assessment whose answer code turns into ``label`` (reinforce / weaken /
+    contradict / neutral: the model says yes / no / cannot tell and how bad, 1 weakens and 5 contradicts). It
+    answers the contradiction's second call, for the corrected opinion, with ``revised``."""
+    answer, how_bad = _ANSWERS[label]
+
+    def respond(messages: Sequence[ChatMessage], schema: type[BaseModel]) -> dict[str, Any]:
+        if schema.__name__ == "_RevisedOut":
+            return {"revised": revised}
+        return {"shows": shows, "answer": answer, "how_bad": how_bad}
+
+    return respond

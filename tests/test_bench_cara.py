@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_bench.cara import (
     CONFIDENCE_GAP,
@@ -74,7 +74,7 @@ def scripted(first_label: dict[str, str]) -> ScriptedLLM:
             return {"known": True, "based_on": [*list(range(1, n + 1)), 42], "against": [], "stance": stance,
                     "answer": "Judged.", "opinions": [op]}
         text = next(t for t in first_label if t in user)
-        return {"reason": "r", "label": first_label[text], "revised": ""}
+        return assessment(first_label[text], shows="r")
 
     return ScriptedLLM([respond] * 200)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Disposition, Hindsight
 from hindsight_core.disposition import opinion_step
@@ -110,10 +110,10 @@ def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
         if schema.__name__ == "_SummaryOut":
             return {"summary": "Ana runs."}
         if "marathon" in user:
-            return {"reason": "more training", "label": "reinforce", "revised": ""}
+            return assessment("reinforce", shows="more training")
         if "quit" in user:
-            return {"reason": "stopped", "label": "contradict", "revised": "Ana used to be a dedicated runner."}
-        return {"reason": "unrelated", "label": "neutral", "revised": ""}
+            return assessment("contradict", "Ana used to be a dedicated runner.", "stopped")
+        return assessment("neutral", shows="unrelated")
 
     llm = ScriptedLLM([responder] * 50)
     with Hindsight.open(tmp_path / "m", llm=llm) as hs:
@@ -201,7 +201,7 @@ def test_empathy_decides_which_memories_reflect_shows_first(tmp_path: Path) -> N
 
 def _assessor(label: str) -> Any:
     def respond(messages: Any, schema: Any) -> dict[str, Any]:
-        return {"reason": "about Ana's running", "label": label, "revised": ""}
+        return assessment(label, shows="about Ana's running")
     return respond
 
 
@@ -251,7 +251,7 @@ def test_update_opinions_applies_evidence_once_and_finds_names_the_recogniser_mi
 def test_update_opinions_failing_half_way_then_retried_moves_each_opinion_once(tmp_path: Path) -> None:
     from hindsight_core.errors import LLMError
 
-    verdict = {"reason": "about Ana's running", "label": "reinforce", "revised": ""}
+    verdict = assessment("reinforce", shows="about Ana's running")
     llm = ScriptedLLM([verdict, LLMError("model went away"), verdict, verdict])
     with Hindsight.open(tmp_path / "m", llm=llm) as hs:
         bank = hs.bank("coach")
@@ -271,3 +271,23 @@ def test_update_opinions_failing_half_way_then_retried_moves_each_opinion_once(t
             assert [e.label for e in history] == ["formed", "reinforce"]  # exactly once each
             assert bank.get(opinion.id).confidence == pytest.approx(history[-1].new_confidence)
         assert len(llm.calls) == 3  # the applied evidence was not asked about again
+
+
+def test_the_model_judges_what_a_message_said_not_who_said_it(tmp_path: Path) -> None:
+    """A raw memory is "Speaker: text"; the small model read the speaker as the subject, so the assessment sees
+    the text alone (one message, its speaker one of the memory's entities). A colon that is not a speaker's
+    stays."""
+    llm = ScriptedLLM([assessment("weaken")] * 4)
+    with Hindsight.open(tmp_path / "m", llm=llm, start_worker=False) as hs:
+        bank = hs.bank("team")
+        bank.add_opinion("Dario is reliable.", 0.7, entities=["Dario"])
+        said = bank.retain([{"speaker": "Priya", "text": "Dario was twenty minutes late to standup.", "id": "p1"}],
+                           timestamp=T0, extract=False, background=False)
+        assert said.memories[0].text.startswith("Priya: ")
+        assert [e.label for e in bank.update_opinions(said.memory_ids)] == ["weaken"]
+        assert "Evidence: Dario was twenty minutes late to standup." in llm.calls[-1].user
+        assert "Priya" not in llm.calls[-1].user
+        note = bank.retain([{"text": "Reminder: Dario booked the room late again.", "id": "p2"}], timestamp=T0,
+                           extract=False, background=False)
+        bank.update_opinions(note.memory_ids)
+        assert "Evidence: Reminder: Dario booked the room late again." in llm.calls[-1].user

@@ -10,10 +10,11 @@ import itertools
 import json
 import math
 import re
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core.disposition import (
     BIAS_HIGH,
@@ -217,12 +218,12 @@ def test_assessment_values() -> None:
 FACTS = [("m1", "Alice missed every deadline this quarter."), ("m2", "Alice was fired for unreliability.")]
 
 
-def _assessment(label: str, revised: str = "", reason: str = "because") -> dict[str, str]:
-    return {"reason": reason, "label": label, "revised": revised}
+def _assessment(label: str, revised: str = "", reason: str = "because") -> Any:
+    return assessment(label, revised, reason)
 
 
 def test_assess_opinion_prompt_and_result() -> None:
-    llm = ScriptedLLM([_assessment("contradict", "Alice is unreliable.", "Missed deadlines show otherwise.")])
+    llm = ScriptedLLM([_assessment("contradict", "Alice is unreliable.", "Missed deadlines show otherwise.")] * 2)
     result = assess_opinion(llm, "Alice is a reliable employee.", 0.7, FACTS)
     assert result == OpinionAssessment(
         label=Assessment.CONTRADICT, rationale="Missed deadlines show otherwise.", revised_text="Alice is unreliable."
@@ -232,10 +233,19 @@ def test_assess_opinion_prompt_and_result() -> None:
     assert "1. Alice missed every deadline this quarter." in call.user
     assert "2. Alice was fired for unreliability." in call.user
     assert "m1" not in call.user  # ids cost tokens and are not needed for the verdict
-    for label in ("reinforce", "weaken", "contradict", "neutral"):
-        assert label in call.system
+    for answer in ('"yes"', '"no"', '"cannot tell"', "how_bad"):
+        assert answer in call.system
     assert call.temperature == 0.0 and call.max_tokens is not None and not call.is_async
     assert len(call.system) + len(call.user) < 700 * 4  # well under 700 tokens
+    revision = llm.calls[1]  # a contradiction asks for the corrected opinion in a second call
+    assert revision.schema.__name__ == "_RevisedOut" and "Alice is a reliable employee." in revision.user
+    assert "1. Alice missed every deadline this quarter." in revision.user
+
+
+def test_one_fact_is_shown_on_the_evidence_line_and_its_label_takes_one_call() -> None:
+    llm = ScriptedLLM([_assessment("weaken")])
+    assert assess_opinion(llm, "Alice is reliable.", 0.5, FACTS[:1]).label is Assessment.WEAKEN
+    assert "Evidence: Alice missed every deadline this quarter." in llm.calls[0].user and len(llm.calls) == 1
 
 
 @pytest.mark.parametrize("label", ["reinforce", "weaken", "neutral"])
@@ -248,18 +258,41 @@ def test_assess_opinion_drops_revision_unless_contradict(label: str) -> None:
 
 @pytest.mark.parametrize("revised", ["", "   ", "Alice is reliable", "alice is  reliable."])
 def test_assess_opinion_empty_or_repeated_revision_becomes_none(revised: str) -> None:
-    llm = ScriptedLLM([_assessment("contradict", revised)])
+    llm = ScriptedLLM([_assessment("contradict", revised)] * 2)
     result = assess_opinion(llm, "Alice is reliable.", 0.5, FACTS)
     assert result.label is Assessment.CONTRADICT
     assert result.revised_text is None
 
 
-def test_assess_opinion_lenient_label_and_long_text() -> None:
-    llm = ScriptedLLM([{"reason": "x" * 1000, "label": " Contradicts ", "revised": None}])
+def test_assess_opinion_lenient_answer_and_long_text() -> None:
+    llm = ScriptedLLM([{"shows": "x" * 1000, "answer": " Cannot  Tell ", "how_bad": 0.0}])
     result = assess_opinion(llm, "Alice is reliable.", 0.5, FACTS)
-    assert result.label is Assessment.CONTRADICT
+    assert result.label is Assessment.NEUTRAL
     assert len(result.rationale) <= 200
     assert result.revised_text is None
+
+
+@pytest.mark.parametrize(("answer", "how_bad", "label"), [
+    ("yes", 0, "reinforce"), ("yes", 5, "reinforce"), ("cannot tell", 3, "neutral"), ("no", 0, "weaken"),
+    ("no", 1, "weaken"), ("no", 3, "weaken"), ("no", 4, "contradict"), ("no", 5, "contradict"),
+])
+def test_code_turns_the_answers_into_the_label(answer: str, how_bad: int, label: str) -> None:
+    """The model says which way the evidence points and how bad evidence against is; code decides the label:
+    against at 4 or 5 of 5 contradicts, below weakens; how bad is ignored for any other answer."""
+    llm = ScriptedLLM([{"shows": "s", "answer": answer, "how_bad": how_bad}, {"revised": "Alice is unreliable."}])
+    result = assess_opinion(llm, "Alice is reliable.", 0.5, FACTS)
+    assert result.label is Assessment(label) and result.rationale == "s"
+    assert result.revised_text == ("Alice is unreliable." if label == "contradict" else None)
+    assert len(llm.calls) == (2 if label == "contradict" else 1)
+
+
+@pytest.mark.parametrize("bad", [{"answer": "maybe", "how_bad": 1}, {"answer": "no", "how_bad": 9},
+                                 {"answer": "no", "how_bad": "very"}, {"answer": "no", "how_bad": 2.5}])
+def test_answers_outside_the_schema_are_malformed(bad: dict[str, object]) -> None:
+    llm = ScriptedLLM([{"shows": "s", **bad}] * 2)
+    with pytest.raises(LLMError, match="opinion assessment"):
+        assess_opinion(llm, "Alice is reliable.", 0.5, FACTS)
+    assert len(llm.calls) == 2
 
 
 def test_assess_opinion_bounds_facts() -> None:
@@ -273,7 +306,7 @@ def test_assess_opinion_bounds_facts() -> None:
 
 
 def test_assess_opinion_retries_malformed_once() -> None:
-    llm = ScriptedLLM(['{"reason": "x", "label": "maybe"', _assessment("reinforce")])
+    llm = ScriptedLLM(['{"shows": "x", "answer": "maybe"', _assessment("reinforce")])
     result = assess_opinion(llm, "Alice is reliable.", 0.5, FACTS)
     assert result.label is Assessment.REINFORCE
     assert len(llm.calls) == 2
@@ -283,14 +316,14 @@ def test_assess_opinion_retries_malformed_once() -> None:
 
 
 def test_assess_opinion_malformed_twice_raises_llm_error_with_raw() -> None:
-    bad = '{"label": "perhaps", "reason": "' + "z" * 2000 + '"}'
+    bad = '{"answer": "perhaps", "shows": "' + "z" * 2000 + '"}'
     llm = ScriptedLLM([bad, bad])
     with pytest.raises(LLMError) as info:
         assess_opinion(llm, "Alice is reliable.", 0.5, FACTS)
     assert not isinstance(info.value, MalformedOutputError)
     message = str(info.value)
     assert "opinion assessment" in message and "scripted" in message
-    assert '"label": "perhaps"' in message
+    assert '"answer": "perhaps"' in message
     assert len(message) < 600  # raw output truncated
     assert len(llm.calls) == 2
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scripted_llm import ScriptedLLM
+from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Hindsight
 from hindsight_core.errors import LLMError
@@ -34,7 +34,7 @@ def assessor(fail_on: set[str]) -> Any:
             fail_on.discard(opinion)
             return LLMError("the model went away half way through the job")
         label = OPINIONS_HELD[opinion]
-        return {"reason": "because", "label": label, "revised": "Ana likes Porto." if label == "contradict" else ""}
+        return assessment(label, "Ana likes Porto." if label == "contradict" else "")
     return respond
 
 
