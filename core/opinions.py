@@ -161,8 +161,8 @@ _REASON_CHARS = 200
 
 _SEVERE = 4
 """``how_bad`` from this point on (of 5) makes evidence against the claim a contradiction, below it a weakening.
-Fixed before measuring; the model's answers to evidence against were 1 or 5 on the dev half, so any point from 2
-to 5 gives the same labels there."""
+Fixed before measuring. In the dev half's bank-free screen every value read back for evidence against was 1 or 5
+(33 of 35; two were cut from the log), so any point from 2 to 5 gives the same labels there."""
 
 
 class _AssessmentOut(BaseModel):
@@ -173,7 +173,8 @@ class _AssessmentOut(BaseModel):
     against is on a 1-5 scale, it answers 1 for a one-off lapse and 5 for a serious failure. The sentence
     first: a small model answers better after saying what the evidence shows. A contradiction's corrected
     opinion is asked for in a second call (``_RevisedOut``): with it in the same answer (and a numbered
-    evidence list even for one message) the dev half's messages got 47 of 66 right labels, against 58.
+    evidence list even for one message) the dev half's messages got 47 of 66 right labels, against 58 (one
+    call per claim and message, no bank; in banks 0.697 against 0.894).
     """
 
     model_config = LLM_SCHEMA_CONFIG
@@ -222,7 +223,7 @@ class _RevisedOut(BaseModel):
 # Measured on Qwen2.5-Coder-1.5B, CARA benchmark dev half, see docs/BENCHMARKS.md section 6. v1 (label asked
 # directly, "contradict: the evidence clearly shows the opinion is false"): 41/66. v2 (label asked directly;
 # contradict defined by seriousness, weaken as a minor or one-off problem, neutral by relevance to the claim):
-# 50/66, weaken only 7/16. v3 (this one): what the evidence shows, yes / no / cannot tell, how bad 1-5, and code
+# 50/66, weaken only 8/16. v3 (this one): what the evidence shows, yes / no / cannot tell, how bad 1-5, and code
 # decides the label. The examples share nothing with real data or the benchmark's scenarios.
 _ASSESS_SYSTEM = """You check one new piece of evidence against a claim, using only the evidence.
 shows: one short sentence: what the evidence shows about the claim, or "nothing" if it is about something else.
@@ -264,15 +265,18 @@ def build_assessment_prompt(opinion_text: str, facts: Sequence[tuple[str, str]])
     with their memory ids: ids cost tokens and the verdict is about the evidence as a whole. The opinion's
     confidence is not shown: the label must say what the evidence does, not how sure we already were.
     """
-    user = (f"Claim: {clip(opinion_text, _OPINION_CHARS)}\n{_evidence_block(facts)}\n"
-            "Answer with JSON: shows, answer, how_bad.")
-    return [ChatMessage(role="system", content=_ASSESS_SYSTEM), ChatMessage(role="user", content=user)]
+    return _claim_and_evidence(_ASSESS_SYSTEM, opinion_text, facts, "shows, answer, how_bad")
 
 
 def _revision_prompt(opinion_text: str, facts: Sequence[tuple[str, str]]) -> list[ChatMessage]:
-    user = (f"Claim: {clip(opinion_text, _OPINION_CHARS)}\n{_evidence_block(facts)}\n"
-            "Answer with JSON: revised.")
-    return [ChatMessage(role="system", content=_REVISE_SYSTEM), ChatMessage(role="user", content=user)]
+    return _claim_and_evidence(_REVISE_SYSTEM, opinion_text, facts, "revised")
+
+
+def _claim_and_evidence(
+    system: str, opinion_text: str, facts: Sequence[tuple[str, str]], keys: str
+) -> list[ChatMessage]:
+    user = f"Claim: {clip(opinion_text, _OPINION_CHARS)}\n{_evidence_block(facts)}\nAnswer with JSON: {keys}."
+    return [ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)]
 
 
 def _usable(facts: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:

@@ -128,7 +128,8 @@ class OpinionReinforcer:
 def _content(memory: Memory) -> str:
     """What a message said, without its "Speaker: " prefix, for the model that judges it. Who said it is the
     code's business (hearsay, sources); Qwen 1.5B read the speaker as the subject ("Priya's late arrival shows
-    ...") and got 50 of the CARA dev half's 66 messages right with the prefix, 58 without. Only a memory of one
+    ...") and got 50 of the CARA dev half's 66 messages right with the prefix, 58 without (one call per claim
+    and message, no bank). Only a memory of one
     message whose prefix is one of its entities (the raw extractor adds the speaker as one) is cut."""
     head, sep, rest = memory.text.partition(": ")
     if (sep and rest.strip() and len(memory.sources) == 1

@@ -291,3 +291,28 @@ def test_the_model_judges_what_a_message_said_not_who_said_it(tmp_path: Path) ->
                            extract=False, background=False)
         bank.update_opinions(note.memory_ids)
         assert "Evidence: Reminder: Dario booked the room late again." in llm.calls[-1].user
+
+
+def test_a_contradiction_whose_revision_call_fails_moves_nothing_until_retried(tmp_path: Path) -> None:
+    """The verdict came back but the second call, for the corrected opinion, failed: no confidence moved, no
+    history event, no text changed; the retry applies the contradiction exactly once."""
+    from hindsight_core.errors import LLMError
+
+    verdict = assessment("contradict", "Ana used to be a dedicated runner.", "stopped")
+    llm = ScriptedLLM([verdict, LLMError("model went away"), verdict, verdict])
+    with Hindsight.open(tmp_path / "m", llm=llm, start_worker=False) as hs:
+        bank = hs.bank("coach")
+        opinion = bank.add_opinion("Ana is a dedicated runner.", 0.7, entities=["Ana"])
+        news = bank.retain([{"speaker": "Ana", "text": "Ana quit running for good last year.", "id": "q1"}],
+                           timestamp=T0, extract=False, background=False)
+        with pytest.raises(LLMError):
+            bank.update_opinions(news.memory_ids)
+        same = bank.get(opinion.id)
+        assert same is not None and (same.text, same.confidence) == ("Ana is a dedicated runner.", 0.7)
+        assert [e.label for e in bank.opinion_history(opinion.id)] == ["formed"]
+        assert [e.label for e in bank.update_opinions(news.memory_ids)] == ["contradict"]
+        assert bank.update_opinions(news.memory_ids) == []
+        moved = bank.get(opinion.id)
+        assert moved is not None and moved.text == "Ana used to be a dedicated runner."
+        assert [e.label for e in bank.opinion_history(opinion.id)] == ["formed", "contradict"]
+        assert len(llm.calls) == 4  # verdict, failed revision, verdict, revision; nothing asked a third time
