@@ -64,6 +64,11 @@ def verify(hs: Hindsight, journal: Journal) -> None:
             ok |= {("absent", None, None)}
         put = [op["version"] for op in flight if op["op"] != "forget"]
         units = units | set(put)  # an interrupted retain may have been resumed and extracted since
+        forgot = [i for i, op in enumerate(flight) if op["op"] == "forget"]
+        if forgot and any(op["op"] != "forget" for op in flight[forgot[0] + 1:]):
+            # An interrupted forget may have happened before a later interrupted retain stored the document
+            # again, so that retain started with no memories to keep.
+            units = units | {None}
         ok |= {("done", w, w) for w in put}
         ok |= {(status, w, u) for status in ("pending", "extracting") for w in put for u in units}
         got = state_of(hs, doc)
