@@ -6,10 +6,11 @@ from ``hindsight_core.embedders`` (which also has the int8 MiniLM, mpnet and the
 
 from __future__ import annotations
 
-from .embedders.base import Embedder, EmbedderUnavailableError, QueryEmbedder, SplitEmbedder, embed_queries
+from .embedders.base import Embedder, QueryEmbedder, SplitEmbedder, embed_queries
 from .embedders.factory import make_embedder
 from .embedders.sentence_transformer import PRECISIONS, SentenceTransformerEmbedder, native_bf16
 from .embedders.sentence_transformer import _plain_mean_pooling as _plain_mean_pooling  # tests use it
+from .errors import EmbedderUnavailableError
 
 __all__ = [
     "PRECISIONS",

@@ -39,6 +39,11 @@ class EmbedderMismatchError(HindsightError):
     """A bank's vector collection was built with another embedder (name or dimension)."""
 
 
+class EmbedderUnavailableError(HindsightError):
+    """An embedder was asked for that cannot run here (a package is missing, or its files are corrupt); the
+    message names the pip command that provides it."""
+
+
 class ConflictError(HindsightError):
     """The document was stored again (a newer retain of the same id) while this retain ran; the newer one wins
     and nothing of this one was kept."""

@@ -13,7 +13,8 @@ Importing this package loads no model and imports neither torch nor onnxruntime.
 
 from __future__ import annotations
 
-from .base import Embedder, EmbedderUnavailableError, QueryEmbedder, SplitEmbedder, embed_queries
+from ..errors import EmbedderUnavailableError
+from .base import Embedder, QueryEmbedder, SplitEmbedder, embed_queries
 from .factory import DEFAULT_EMBEDDER, EMBEDDERS, ENV_EMBEDDER, make_embedder
 from .mpnet import MPNET_DIMENSION, MPNET_NAME, MPNET_ZIP, ensure_mpnet, mpnet_embedder
 from .onnx_minilm import INT8_PIP_COMMAND, MINILM_NAME, OnnxMiniLMEmbedder, int8_available

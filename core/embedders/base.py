@@ -13,13 +13,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..errors import HindsightError
-
-
-class EmbedderUnavailableError(HindsightError):
-    """An embedder was asked for that cannot run here (a package is missing, or its files are corrupt); the
-    message names the pip command that provides it."""
-
 
 @runtime_checkable
 class Embedder(Protocol):

