@@ -354,6 +354,11 @@ def run_bench(args: argparse.Namespace) -> int:
     except CLIError as exc:
         print(f"error: {one_line(exc)}", file=sys.stderr)
         return EXIT_ERROR
+    if getattr(args, "path", None):
+        # Benchmarks build their own stores; silently running them elsewhere than asked would mislead.
+        print("error: --path does not apply to bench: each benchmark builds its own memory (keep it with the "
+              "benchmark's --workdir DIR)", file=sys.stderr)
+        return EXIT_ERROR
     forwarded = [*(["--json"] if args.json else []), *(["--verbose"] if args.verbose else []), *args.bench_args]
     return int(bench_main(forwarded, prog="hindsight bench"))
 

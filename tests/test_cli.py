@@ -255,6 +255,13 @@ def test_bench_hands_its_command_line_to_the_benchmarks(capsys: pytest.CaptureFi
     assert "locomo" in capsys.readouterr().err
 
 
+def test_bench_refuses_path_instead_of_ignoring_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--path", str(tmp_path / "m"), "bench", "scale", "--units", "10"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --path does not apply to bench") and "--workdir" in err
+    assert not (tmp_path / "m").exists()
+
+
 def test_bench_without_the_benchmarks_says_how_to_install_them(monkeypatch: pytest.MonkeyPatch,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
     import importlib.metadata
