@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -30,6 +31,7 @@ from mcp_types import CallToolResult, TextContent
 from hindsight_core import Hindsight
 from hindsight_core.mcp_server.__main__ import main as mcp_main
 from hindsight_core.mcp_server.cli import host_port
+from hindsight_core.mcp_server.transports import TOKEN_ENV
 
 TOOLS = {"retain", "recall", "reflect", "forget", "list_banks"}
 MESSAGES = [
@@ -177,9 +179,10 @@ class ServerProcess:
     """``python -m hindsight_core.mcp_server --http 127.0.0.1:0 ...``: its URL (read from its start-up line on
     stderr) and everything it wrote to stderr."""
 
-    def __init__(self, *options: str) -> None:
+    def __init__(self, *options: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(_server_command(*options, "--http", "127.0.0.1:0"), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                     env={**os.environ, **(env or {})})
         self.lines: list[str] = []
         self._urls: queue.Queue[str | None] = queue.Queue()
         # Reading on, so that the pipe never fills and blocks the server.
@@ -311,7 +314,38 @@ async def test_http_with_a_fixed_bank(tmp_path: Path, stub_llm: StubLLM) -> None
         assert hs.bank("other", create=False).document("plans").content == "the plans"
 
 
-def test_command_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+async def test_http_with_a_token_refuses_requests_without_it(tmp_path: Path) -> None:
+    token = "test-token-4f9c2"
+    server = ServerProcess("--path", str(tmp_path / "m"), "--bank", "emma", env={TOKEN_ENV: f" {token} "})
+    try:
+        assert server.url is not None and "(bearer token required)" in server.stderr
+        hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "0"}}}
+        plain = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        async with httpx2.AsyncClient(timeout=60) as http:
+            for presented in (None, "Bearer wrong", f"Basic {token}", token, f"Bearer {token}x"):
+                headers = plain if presented is None else {**plain, "Authorization": presented}
+                refused = await http.post(server.url, json=hello, headers=headers)
+                assert refused.status_code == 401, presented
+                assert refused.headers["www-authenticate"].startswith("Bearer")
+                assert "unauthorized" in refused.json()["error"] and token not in refused.text
+        auth = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=CALL_TIMEOUT_S)
+        async with auth, Client(streamable_http_client(server.url, http_client=auth),
+                                read_timeout_seconds=CALL_TIMEOUT_S) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == TOOLS
+            await _call(client, "retain", {"content": MESSAGES[:1], "document_id": "c1", "extract": False})
+            found = await _call(client, "recall", {"query": SISTER})
+            assert "Lisbon" in found["memories"][0]["text"]
+    finally:
+        status = server.stop()
+    assert status == 0, server.stderr
+    assert token not in server.stderr  # never printed
+
+
+def test_command_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(TOKEN_ENV, raising=False)
     assert host_port("127.0.0.1:8765") == ("127.0.0.1", 8765)
     assert host_port("[::1]:0") == ("::1", 0)
     for given, expected in [
@@ -320,6 +354,8 @@ def test_command_line_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["--path", str(tmp_path), "--http", "127.0.0.1"], "expected HOST:PORT"),
         (["--path", str(tmp_path), "--http", "127.0.0.1:99999"], "port out of range"),
         (["--llm-url", "http://h/v1", "--local-model", "qwen2.5-0.5b"], "not allowed with argument"),
+        # Beyond loopback, no token means no server unless the user says the network is trusted.
+        (["--path", str(tmp_path), "--http", "0.0.0.0:0"], "refusing to serve 0.0.0.0 without authentication"),
     ]:
         assert mcp_main(given) == 2
         err = capsys.readouterr().err

@@ -53,6 +53,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
     p.add_argument("--http", metavar="HOST:PORT", type=host_port,
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (127.0.0.1 keeps it on "
                         "this machine; port 0 picks a free one, printed on stderr)")
+    p.add_argument("--no-auth", action="store_true",
+                   help="allow --http on a non-loopback address without a token (only on a network you trust); "
+                        "otherwise set $HINDSIGHT_MCP_TOKEN and have clients send Authorization: Bearer TOKEN")
     llm = p.add_mutually_exclusive_group()
     llm.add_argument("--llm-url", help="OpenAI-compatible endpoint for reflect and extraction, e.g. "
                                        "http://127.0.0.1:8080/v1 (with --llm-model; key from "
@@ -71,8 +74,13 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
     except ImportError as exc:
         raise UsageError(SDK_MISSING.format(error=exc)) from exc
     from .server import build_server
-    from .transports import is_loopback, serve_http, serve_stdio
+    from .transports import TOKEN_ENV, configured_token, is_loopback, serve_http, serve_stdio
 
+    token = configured_token() if args.http is not None else None
+    if args.http is not None and token is None and not is_loopback(args.http[0]) and not args.no_auth:
+        raise UsageError(f"refusing to serve {args.http[0]} without authentication: anyone who can reach the port "
+                         f"could read and change these memories; set ${TOKEN_ENV} (clients then send "
+                         "Authorization: Bearer TOKEN), or pass --no-auth on a network you trust")
     model = choose_llm(args)
     where = describe_store(args)
     with _sigterm_interrupts() as closing, open_store(args, model) as hs:
@@ -86,12 +94,13 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
                 anyio.run(serve_stdio, server)
             else:
                 host, port = args.http
-                if not is_loopback(host):
-                    _say(f"warning: listening on {host} without authentication: anyone who can reach this port "
-                         "can read and change these memories")
-                announce = functools.partial(_announce, f"serving {what} of {where} at")
+                if token is None and not is_loopback(host):
+                    _say(f"warning: listening on {host} without authentication (--no-auth): anyone who can reach "
+                         "this port can read and change these memories")
+                guarded = " (bearer token required)" if token is not None else ""
+                announce = functools.partial(_announce, f"serving {what} of {where}{guarded} at")
                 anyio.run(functools.partial(serve_http, server, host, port, announce=announce,
-                                            log_level="info" if args.verbose else "warning"))
+                                            log_level="info" if args.verbose else "warning", token=token))
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM is how a server is meant to stop: the store is closed below, exit status 0.
             _say("stopped")

@@ -4,19 +4,63 @@ On stdio the SDK keeps the protocol stream clean: while it serves, file descript
 output (a library's print, a native library's log) cannot corrupt the messages. On HTTP the listening socket is
 bound here, before serving starts, so an address in use is an ``OSError`` naming it (uvicorn would exit the
 process instead), and port 0 picks a free port that the ``announce`` callback reports.
+
+With a token (``$HINDSIGHT_MCP_TOKEN``) every HTTP request must carry ``Authorization: Bearer TOKEN``; any
+other gets 401 before it reaches the SDK. The token comes from the environment, never the command line, where
+``ps`` would show it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hmac
 import ipaddress
+import json
+import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
 MCP_PATH = "/mcp"
+TOKEN_ENV = "HINDSIGHT_MCP_TOKEN"
+"""Environment variable holding the bearer token HTTP clients must present (unset or empty: none)."""
+
+
+def configured_token(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The bearer token from ``$HINDSIGHT_MCP_TOKEN`` (surrounding spaces dropped), or None when unset/empty."""
+    return environ.get(TOKEN_ENV, "").strip() or None
+
+
+class BearerTokenGuard:
+    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401 and never reach
+    ``app``; lifespan events pass through. The comparison takes constant time."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        """Guard ``app`` with ``token`` (non-empty)."""
+        if not token:
+            raise ValueError("the token is empty")
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        """Refuse or forward one ASGI connection."""
+        if scope["type"] in ("http", "websocket"):
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self._expected):
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008})
+                    return
+                body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token> "
+                                            f"(the server's ${TOKEN_ENV})"}).encode()
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"www-authenticate", b'Bearer realm="hindsight-mcp"'),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 """Where the streamable HTTP endpoint is mounted."""
 GRACEFUL_SHUTDOWN_S = 5
 """How long a stopping HTTP server waits for open requests and event streams before closing them."""
@@ -63,17 +107,21 @@ def endpoint_url(sock: socket.socket) -> str:
 
 
 async def serve_http(server: MCPServer[Any], host: str, port: int, *,
-                     announce: Callable[[str], None] = lambda url: None, log_level: str = "warning") -> None:
+                     announce: Callable[[str], None] = lambda url: None, log_level: str = "warning",
+                     token: str | None = None) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (Ctrl-C or SIGTERM).
 
     ``announce`` is called with the endpoint's URL once the server accepts connections. On a loopback host the
-    SDK also refuses requests whose ``Host`` or ``Origin`` header names another site (DNS rebinding).
+    SDK also refuses requests whose ``Host`` or ``Origin`` header names another site (DNS rebinding). With
+    ``token``, requests must carry ``Authorization: Bearer <token>``.
     """
     import uvicorn
 
     sock = bind(host, port)
     url = endpoint_url(sock)
-    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    if token is not None:
+        app = BearerTokenGuard(app, token)
     config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     http = uvicorn.Server(config)
     serving = asyncio.ensure_future(http.serve(sockets=[sock]))
