@@ -321,7 +321,25 @@ ANCHORS = [
     ("the week before the wedding", "the week before the wedding", "before", "the wedding"),
     ("two days after my birthday party", "two days after my birthday party", "after", "my birthday party"),
     ("right before the exam, I panicked", "right before the exam", "before", "the exam"),
+    # A past "while" clause names the event it happened during.
+    ("who looked after Pepper while Maya was in Porto?", "while Maya was in Porto", "during", "Maya was in Porto"),
+    ("what did Nate do while Joanna was on her road trip?", "while Joanna was on her road trip", "during",
+     "Joanna was on her road trip"),
+    ("whilst my sister was away, and then", "whilst my sister was away", "during", "my sister was away"),
 ]
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("what did Melanie do while camping?", None),  # an activity, not an event in time
+    ("what does Joanna do while she writes?", None),  # habitual: no past clause
+    ("while I was", None),  # nothing left to look for
+    ("what did I eat while I was in Lisbon last May?", "last May"),  # the clause ends at its own date
+    ("what did we cook while the kids were at school on Monday?", "on Monday"),
+])
+def test_while_clauses_that_name_no_event_or_hold_a_date(text: str, expected: str | None) -> None:
+    c = parse_temporal(text, REF)
+    assert (c.expression if c is not None else None) == expected
+    assert c is None or (c.anchor is None and c.range is not None)
 
 
 @pytest.mark.parametrize(("text", "expression", "relation", "anchor"), ANCHORS, ids=[a[0] for a in ANCHORS])

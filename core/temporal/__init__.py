@@ -23,7 +23,10 @@ Design:
 * ``TemporalConstraint.range`` is always the *effective window* a filter should use: "before 2020" is
   ``(None, 2019-12-31T23:59:59.999999)``, "after the summer" is ``(1 Sep, None)``; ``relation`` says on
   which side of the referenced period the events lie. Event-relative expressions ("after the wedding")
-  carry ``anchor`` and ``range=None`` until ``resolve_anchor`` is given the event's range.
+  carry ``anchor`` and ``range=None`` until ``resolve_anchor`` is given the event's range. A past "while"
+  clause is one too: "while Maya was in Porto" is "during" the event ``"Maya was in Porto"``; "while camping"
+  and "while she writes" name no event, and a clause ends at a date of its own ("while I was in Lisbon last
+  May" is May).
 * Speed: one compiled pre-filter regex rejects ordinary chat text before any rule runs; the common forms
   are handled by compiled regex rules; ``dateparser`` (imported lazily) is only a fallback for explicit
   date strings the rules do not cover (e.g. "08May2023", "2023 May 8").

@@ -80,6 +80,40 @@ def _h_anchor(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
 
 
 
+# "while Maya was in Porto": a past clause names the event ("during" it). Only "was"/"were" clauses: "while
+# camping" and "while she writes" describe an activity, not a time.
+_R_WHILE = re.compile(
+    r"\b(?:while|whilst)\s+(?P<np>(?:[a-z][\w'-]*\s+){1,3}?(?:was|were)\s+[a-z][\w'-]*(?:\s+[a-z][\w'-]*){0,5})",
+    _FLAGS,
+)
+# A clause ends at a conjunction or at a time expression of its own ("while I was in Lisbon last May": the date
+# is the better constraint and must stay visible to the other rules).
+_WHILE_CUT = _words(
+    "and but so because when then where which who whom if last next this yesterday today tonight tomorrow ago "
+    "early late recently"
+)
+_WHILE_TRAILING = _words("in on at to for from with by of the a an my our his her their your its")
+_R_TIME_WORD = re.compile(rf"(?:{_MON}|{_WD}|[0-9][\w-]*)", _FLAGS)
+
+
+def _h_while(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
+    kept: list[str] = []
+    for w in m.group("np").split():
+        if w.lower() in _WHILE_CUT or _R_TIME_WORD.fullmatch(w):
+            break
+        kept.append(w)
+    while kept and kept[-1].lower() in _WHILE_TRAILING:
+        kept.pop()
+    verb = next((i for i, w in enumerate(kept) if w.lower() in ("was", "were")), None)
+    if verb is None or verb == len(kept) - 1:
+        return None  # "while I was": no event left to look for
+    np_start = m.start("np")
+    pos = np_start
+    for w in kept:
+        pos = text.index(w, pos) + len(w)
+    return _Hit(m.start(), pos, None, "anchor", relation="during", anchor=text[np_start:pos])
+
+
 _OFFSET_HEAD = re.compile(
     rf"^(?:the\s+(?P<ou>day|week|weekend|month|year|fortnight|{_WD})|(?P<on>{_NUM})\s+"
     rf"(?P<ou2>day|week|month|year|fortnight)s?)\s+(?P<od>before|after)\b",

@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from ..models import TimeRange
-from .anchors import _R_ANCHOR, _h_anchor
+from .anchors import _R_ANCHOR, _R_WHILE, _h_anchor, _h_while
 from .compose import _compose
 from .hits import _Handler, _Hit, _reject
 from .model import TemporalConstraint, Tense
@@ -84,6 +84,7 @@ _RULES: tuple[tuple[re.Pattern[str], _Handler, tuple[str, ...]], ...] = (
     (_R_RECENT, _h_recent, ("recent", "lately", "late", "other")),
     (_R_EARLIER, _h_earlier, ("earlier", "later")),
     (_R_ANCHOR, _h_anchor, ("before", "after", "since", "until", "till", "during", "prior")),
+    (_R_WHILE, _h_while, ("while", "whilst")),
     (_R_FALLBACK, _h_fallback, _G_MONTH),
 )
 
