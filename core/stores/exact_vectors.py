@@ -78,13 +78,18 @@ class BankVectors:
         if not ids or k <= 0:
             return [[] for _ in range(len(queries))]
         wanted = set(only) if only is not None else None
-        rows = np.flatnonzero([
-            (wanted is None or i in wanted) and (where is None or matches(m, where))
-            for i, m in zip(ids, metas, strict=True)
-        ]) if where is not None or wanted is not None else np.arange(len(ids))
-        if not len(rows):
-            return [[] for _ in range(len(queries))]
-        sims = queries @ vectors[rows].T
+        if where is None and wanted is None:
+            # Unfiltered: the matrix itself (indexing it by every row would copy it: 1.7 ms at 10k vectors).
+            rows = np.arange(len(ids))
+            sims = queries @ vectors.T
+        else:
+            rows = np.flatnonzero([
+                (wanted is None or i in wanted) and (where is None or matches(m, where))
+                for i, m in zip(ids, metas, strict=True)
+            ])
+            if not len(rows):
+                return [[] for _ in range(len(queries))]
+            sims = queries @ vectors[rows].T
         out = []
         for q in range(len(queries)):
             s = sims[q]
