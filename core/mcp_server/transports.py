@@ -24,6 +24,9 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 
 MCP_PATH = "/mcp"
+"""Where the streamable HTTP endpoint is mounted."""
+GRACEFUL_SHUTDOWN_S = 5
+"""How long a stopping HTTP server waits for open requests and event streams before closing them."""
 TOKEN_ENV = "HINDSIGHT_MCP_TOKEN"
 """Environment variable holding the bearer token HTTP clients must present (unset or empty: none)."""
 
@@ -61,9 +64,6 @@ class BearerTokenGuard:
                 await send({"type": "http.response.body", "body": body})
                 return
         await self.app(scope, receive, send)
-"""Where the streamable HTTP endpoint is mounted."""
-GRACEFUL_SHUTDOWN_S = 5
-"""How long a stopping HTTP server waits for open requests and event streams before closing them."""
 
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
