@@ -79,7 +79,6 @@ def _h_anchor(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
     return _Hit(m.start(), pos, None, "anchor", relation=relation, anchor=text[np_start:pos])
 
 
-
 # "while Maya was in Porto": a past clause names the event ("during" it). Only "was"/"were" clauses: "while
 # camping" and "while she writes" describe an activity, not a time.
 _R_WHILE = re.compile(
