@@ -20,6 +20,7 @@ import io
 import json
 import logging
 import sys
+import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -520,3 +521,73 @@ def test_concurrent_async_exports(source: Hindsight, tmp_path: Path) -> None:
 
     reports = asyncio.run(both())
     assert [r.counts for r in reports] == [reports[0].counts] * 2
+
+
+@pytest.mark.parametrize("snapshot", [True, False], ids=["snapshot", "without-snapshot"])
+def test_an_export_is_the_bank_as_it_was_while_a_writer_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, snapshot: bool
+) -> None:
+    """A retain commits in another thread between the export's read of the entities and its read of the units.
+    With the SQLite store's snapshot the archive is the bank as the export found it; without one (what a store
+    lacking snapshots gets) the same interleaving is caught by the reference check, never written."""
+    with open_store(tmp_path / "m") as hs:
+        bank = hs.bank("live")
+        bank.retain(CONVERSATION[:2], timestamp="2025-03-02T10:00:00", document_id="chat:1", extract=False,
+                    background=False)
+        store = hs.engine.store
+        if not snapshot:
+            monkeypatch.setattr(type(store), "snapshot", lambda self: contextlib.nullcontext())
+        list_entities = store.list_entities
+        wrote: list[int] = []
+
+        exporter = threading.get_ident()
+
+        def entities_then_a_write(bank_id: str) -> Any:
+            found = list_entities(bank_id)
+            if threading.get_ident() != exporter or wrote:
+                return found  # the writer's own entity lookups, and later exports, pass through
+            writer = ThreadWithResult(lambda: bank.retain(
+                [{"speaker": "Priya", "text": "Priya moved to Kyoto with Oscar.", "id": "D2:1"}],
+                timestamp="2025-03-09T10:00:00", document_id="chat:2", extract=False, background=False))
+            wrote.append(len(writer.join_result().memories))
+            return found
+
+        monkeypatch.setattr(store, "list_entities", entities_then_a_write)
+        if snapshot:
+            archive = collect_bank(hs.engine, "live")
+            assert [d.id for d in archive.documents] == ["chat:1"]
+            assert sorted(s for u in archive.units for s in u.sources) == ["D1:1", "D1:2"]
+            assert "Priya" not in {e.name for e in archive.entities}
+        else:
+            with pytest.raises(StoreError, match="export it again"):
+                collect_bank(hs.engine, "live")
+        assert wrote == [1]  # the writer was not blocked: its retain committed during the export
+        monkeypatch.undo()
+        assert {d.id for d in hs.bank("live").documents()} == {"chat:1", "chat:2"}
+        assert check(hs).ok
+        # Later exports see the new document, and the store writes normally after the snapshot ended.
+        assert [d.id for d in collect_bank(hs.engine, "live").documents] == ["chat:1", "chat:2"]
+        hs.bank("live").retain("One more note.", document_id="note:9", extract=False, background=False)
+
+
+class ThreadWithResult:
+    """Run ``fn`` in a thread now; ``join_result`` returns what it returned or raises what it raised."""
+
+    def __init__(self, fn: Any) -> None:
+        self._out: list[Any] = []
+        self._err: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                self._out.append(fn())
+            except BaseException as exc:  # handed to the joining thread
+                self._err.append(exc)
+
+        self._thread = threading.Thread(target=run)
+        self._thread.start()
+
+    def join_result(self) -> Any:
+        self._thread.join(60)
+        if self._err:
+            raise self._err[0]
+        return self._out[0]

@@ -8,15 +8,19 @@ when asked, vectors (``VectorIndex.get_embeddings``). Jobs, leases and vector ma
 memory, and are not read.
 
 Units are ordered as they were stored: grouped by document (in document order), groups by when their units were
-created. Export does not freeze the bank: a retain running meanwhile may or may not be in the file, so export a
-bank nobody writes to (the CLI opens the store without starting background work). References are checked on the
-result, so a bank that changed under the export is reported rather than written inconsistently.
+created. On a store with snapshots (the SQLite store on a file) every read of the graph is made in one read
+transaction, so writers may go on and the archive is the bank as it was when the export began. Elsewhere (the
+Neo4j store, an in-memory SQLite store) a retain running meanwhile may or may not be in the file. Either way
+references are checked on the result, so a bank that changed under the export is reported rather than written
+inconsistently. Vectors (``with_vectors``) come from the vector index, outside the snapshot: a unit whose vector
+is missing there is embedded again, as reconcile would.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from contextlib import nullcontext
 from datetime import datetime
 
 import numpy as np
@@ -24,6 +28,7 @@ import numpy as np
 from ..engine import Engine
 from ..errors import BankNotFoundError, StoreError
 from ..models import Document, Entity, LinkType, Memory, Network, utcnow
+from ..stores.base import Snapshots
 from ..unit_text import stored_embedding_texts
 from .archive import BankArchive
 from .errors import ArchiveError
@@ -138,6 +143,12 @@ def _vectors(engine: Engine, bank_id: str, units: list[Memory]) -> dict[str, np.
 def collect_bank(engine: Engine, bank_id: str, *, with_vectors: bool = False) -> BankArchive:
     """Everything stored for ``bank_id`` as a validated ``BankArchive`` (``BankNotFoundError`` if there is no such
     bank; ``StoreError`` when it changed under the read so that its parts no longer fit together)."""
+    store = engine.store
+    with store.snapshot() if isinstance(store, Snapshots) else nullcontext():
+        return _collect(engine, bank_id, with_vectors)
+
+
+def _collect(engine: Engine, bank_id: str, with_vectors: bool) -> BankArchive:
     store = engine.store
     profile = store.get_bank(bank_id)
     if profile is None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -559,6 +560,16 @@ class GraphStore(
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+@runtime_checkable
+class Snapshots(Protocol):
+    """A store whose reads can be pinned to one committed state (optional: export uses it where it exists)."""
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Inside the block, this thread's reads see one committed state; writers elsewhere go on. No writes
+        may be made by this thread inside it."""
         ...
 
 

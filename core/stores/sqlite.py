@@ -463,6 +463,31 @@ class SQLiteGraphStore:
         else:
             con.execute("COMMIT")
 
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Pin this thread's reads to one committed state of the file (a WAL read transaction) for the block;
+        writers on other connections, threads and processes go on meanwhile. An in-memory store reads live: its
+        shared cache takes table locks, so a held read would make every writer fail instead of wait."""
+        con = self._con()
+        if self.path.startswith("file:") or con.in_transaction:
+            yield
+            return
+        try:
+            con.execute("BEGIN")
+            con.execute("SELECT count(*) FROM meta").fetchone()  # the snapshot is taken at the first read
+        except sqlite3.Error as exc:
+            if con.in_transaction:
+                con.execute("ROLLBACK")
+            raise StoreError(f"SQLite graph store at {self.path}: snapshot failed: {exc}") from exc
+        try:
+            yield
+        finally:
+            try:
+                con.execute("COMMIT")  # ends the read transaction (nothing was written)
+            except sqlite3.Error:
+                with suppress(sqlite3.Error):
+                    con.execute("ROLLBACK")
+
     def close(self) -> None:
         """Close every connection this store opened."""
         with self._lock:
