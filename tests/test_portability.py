@@ -22,6 +22,7 @@ import logging
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -546,10 +547,11 @@ def test_an_export_is_the_bank_as_it_was_while_a_writer_goes_on(
             found = list_entities(bank_id)
             if threading.get_ident() != exporter or wrote:
                 return found  # the writer's own entity lookups, and later exports, pass through
-            writer = ThreadWithResult(lambda: bank.retain(
-                [{"speaker": "Priya", "text": "Priya moved to Kyoto with Oscar.", "id": "D2:1"}],
-                timestamp="2025-03-09T10:00:00", document_id="chat:2", extract=False, background=False))
-            wrote.append(len(writer.join_result().memories))
+            with ThreadPoolExecutor(1) as writer:  # another thread, so another connection to the file
+                done = writer.submit(
+                    bank.retain, [{"speaker": "Priya", "text": "Priya moved to Kyoto with Oscar.", "id": "D2:1"}],
+                    timestamp="2025-03-09T10:00:00", document_id="chat:2", extract=False, background=False)
+                wrote.append(len(done.result(60).memories))
             return found
 
         monkeypatch.setattr(store, "list_entities", entities_then_a_write)
@@ -569,25 +571,3 @@ def test_an_export_is_the_bank_as_it_was_while_a_writer_goes_on(
         assert [d.id for d in collect_bank(hs.engine, "live").documents] == ["chat:1", "chat:2"]
         hs.bank("live").retain("One more note.", document_id="note:9", extract=False, background=False)
 
-
-class ThreadWithResult:
-    """Run ``fn`` in a thread now; ``join_result`` returns what it returned or raises what it raised."""
-
-    def __init__(self, fn: Any) -> None:
-        self._out: list[Any] = []
-        self._err: list[BaseException] = []
-
-        def run() -> None:
-            try:
-                self._out.append(fn())
-            except BaseException as exc:  # handed to the joining thread
-                self._err.append(exc)
-
-        self._thread = threading.Thread(target=run)
-        self._thread.start()
-
-    def join_result(self) -> Any:
-        self._thread.join(60)
-        if self._err:
-            raise self._err[0]
-        return self._out[0]

@@ -46,6 +46,14 @@ _NOT_TEMPORAL_BEFORE_AFTER = _words(
 )
 
 
+def _phrase_end(text: str, start: int, words: list[str]) -> int:
+    """Where the phrase of ``words`` (the first words of the text from ``start``) ends in ``text``."""
+    pos = start
+    for w in words:
+        pos = text.index(w, pos) + len(w)
+    return pos
+
+
 def _h_anchor(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
     rel = " ".join(m.group("rel").lower().split())
     head = rel.split()[-1]
@@ -61,11 +69,8 @@ def _h_anchor(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
         kept.append(w)
     if len(kept) == 1 and kept[0].lower() in ("the", "my", "our", "his", "her", "their", "your", "its"):
         return None
-    # End of the kept phrase in the text: walk the words of the np span.
     np_start = m.start("np")
-    pos = np_start
-    for w in kept:
-        pos = text.index(w, pos) + len(w)
+    pos = _phrase_end(text, np_start, kept)
     if head in ("since",):
         nxt = text[pos:].split(maxsplit=1)
         if nxt and nxt[0].lower().strip(",.;!?") in _AUX:
@@ -107,9 +112,7 @@ def _h_while(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
     if verb is None or verb == len(kept) - 1:
         return None  # "while I was": no event left to look for
     np_start = m.start("np")
-    pos = np_start
-    for w in kept:
-        pos = text.index(w, pos) + len(w)
+    pos = _phrase_end(text, np_start, kept)
     return _Hit(m.start(), pos, None, "anchor", relation="during", anchor=text[np_start:pos])
 
 
