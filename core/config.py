@@ -78,6 +78,17 @@ class RecallSettings(BaseModel):
                     "here, is the embedder's (SEMANTIC_WEIGHTS)",
     )
     max_candidates: int = Field(300, ge=1, description="fused candidates considered for packing")
+    # Evidence often sits next to a hit (the question a reply answers, the message that goes on with it). With
+    # `context_hits` > 0, packing takes the first `context_after` memories as ranked, then the memories just before
+    # and after each of the best `context_hits` in their documents, then the rest. Off by default: on LoCoMo's dev
+    # half (5 / 10) it raised MiniLM's R@1000tok 86.7 -> 87.7 but lowered mpnet's 89.6 -> 89.3, and on the test
+    # half MiniLM moved 85.0 -> 85.1 (docs/BENCHMARKS.md section 1). An option for agents that want a hit's
+    # conversational context in what they read.
+    context_after: int = Field(10, ge=0, description="memories packed as ranked before neighbouring context is added")
+    context_hits: int = Field(
+        0, ge=0, description="best hits whose neighbours in their document are packed after the first "
+                             "context_after memories (0: no neighbouring context)"
+    )
 
     def weights_for(self, embedder_name: str) -> dict[str, float]:
         """The fusion weights for a bank built with ``embedder_name``: ``channel_weights``, with the semantic

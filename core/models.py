@@ -322,10 +322,13 @@ class TraceItem(BaseModel):
 
     memory_id: str
     fused_score: float
-    fused_rank: int
+    fused_rank: int = Field(description="place in the fusion; context that no channel found comes after every "
+                                        "fused candidate, with fused_score 0")
     channels: dict[str, ChannelHit] = Field(default_factory=dict)
     tokens: int = 0
     selected: bool = False
+    context_of: str | None = Field(None, description="the hit this memory was packed beside, as the memory just "
+                                                     "before or after it in its document")
 
 
 class RecallTrace(BaseModel):

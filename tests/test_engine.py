@@ -17,6 +17,7 @@ from hindsight_core import (
     Network,
     TimeRange,
 )
+from hindsight_core.config import RecallSettings, Settings
 from hindsight_core.embedding import SentenceTransformerEmbedder
 from hindsight_core.models import DocumentStatus
 from hindsight_core.stores.base import VectorMeta
@@ -67,6 +68,35 @@ def test_recall_finds_the_answer_with_sources_and_trace(hs: Hindsight, conversat
     assert all(m.score is not None for m in rec.memories)
     scores = [m.score for m in rec.memories]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_neighbours_of_the_best_hits_are_packed_after_the_head(tmp_path: Path, conversation: list[dict]) -> None:
+    settings = Settings(recall=RecallSettings(context_after=2, context_hits=1))
+    with Hindsight.open(tmp_path / "m", settings=settings) as h:
+        bank = h.bank("b")
+        doc = bank.retain(conversation, timestamp=T0, extract=False).document_id
+        order = h.store.units_of_document("b", doc)
+        query = "What is the name of Melanie's dog?"
+        rec = bank.recall(query, budget=10_000, trace=True)
+        got = [m.id for m in rec.memories]
+        hit = order.index(got[0])
+        expected = [order[j] for j in (hit - 1, hit + 1) if 0 <= j < len(order) and order[j] not in got[:2]]
+        assert expected, "the test needs a neighbour outside the head"
+        assert got[2 : 2 + len(expected)] == expected  # right after the first two, before the rest of the ranking
+        assert rec.trace is not None
+        items = {i.memory_id: i for i in rec.trace.items}
+        assert all(items[i].context_of == got[0] and items[i].selected for i in expected)
+        assert all(items[i].context_of is None for i in got if i not in expected)
+        rest = [i for i in got[2:] if i not in expected]
+        assert rest == sorted(rest, key=lambda i: items[i].fused_rank)  # the rest keeps the fusion's order
+        # A result no longer than the head is the fusion's top as it was.
+        assert [m.id for m in bank.recall(query, max_memories=2).memories] == got[:2]
+    with Hindsight.open(tmp_path / "m", settings=Settings(recall=RecallSettings(context_hits=0))) as h:
+        plain = h.bank("b").recall(query, budget=10_000, trace=True)
+        assert plain.trace is not None
+        ranks = {i.memory_id: i.fused_rank for i in plain.trace.items}
+        assert [ranks[m.id] for m in plain.memories] == sorted(ranks[m.id] for m in plain.memories)
+        assert all(i.context_of is None for i in plain.trace.items)
 
 
 def test_budget_limits_tokens_exactly(hs: Hindsight, conversation: list[dict]) -> None:

@@ -147,14 +147,17 @@ class RecallPipeline:
             memories = chain((head[i] for i in order), memories)
             timings["rerank_ms"] = _ms(t)
             t = time.perf_counter()
+        context_of: dict[str, str] = {}
+        memories = self._with_context(bank_id, memories, nets, window, context_of)
         chosen, used = pack(((m, m.text) for m in memories), budget, self.count_tokens, max_memories)
         timings["pack_ms"] = _ms(t)
-        out = [m.model_copy(update={"score": scores.get(m.id)}) for m, _ in chosen]
+        out = [m.model_copy(update={"score": scores.get(m.id, 0.0)}) for m, _ in chosen]
         timings["total_ms"] = _ms(t_all)
 
         rec_trace = None
         if trace:
             selected = {m.id: tokens for m, tokens in chosen}
+            unranked = [i for i in context_of if i not in scores]
             rec_trace = RecallTrace(
                 query=query,
                 reference_time=ref,
@@ -163,9 +166,9 @@ class RecallPipeline:
                 items=[
                     TraceItem(
                         memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
-                        tokens=selected.get(i, 0), selected=i in selected,
+                        tokens=selected.get(i, 0), selected=i in selected, context_of=context_of.get(i),
                     )
-                    for rank, (i, score) in enumerate(fused, start=1)
+                    for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
                 ],
                 timings_ms=timings,
                 budget=budget,
@@ -183,6 +186,35 @@ class RecallPipeline:
     async def arecall(self, bank_id: str, query: str, **kwargs: Any) -> Recall:
         """Async twin: the whole recall runs in a worker thread so the event loop is never blocked."""
         return await asyncio.to_thread(self.recall, bank_id, query, **kwargs)
+
+    def _with_context(
+        self, bank_id: str, memories: Iterator[Memory], networks: Sequence[Network] | None,
+        window: TimeRange | None, context_of: dict[str, str],
+    ) -> Iterator[Memory]:
+        """The first ``context_after`` memories as ranked, then the memories just before and after each of the
+        best ``context_hits`` in their documents (recorded in ``context_of``: added id -> hit id), then the rest.
+
+        Lazy like the ranking it wraps: a budget spent within the first memories never looks the neighbours up.
+        """
+        s = self.settings
+        if s.context_hits <= 0:
+            yield from memories
+            return
+        head = list(islice(memories, s.context_after))
+        yield from head
+        seen = {m.id for m in head}
+        hits = [m.id for m in head[: s.context_hits]]
+        adjacent = self.store.adjacent_units(bank_id, hits) if hits else {}
+        beside: dict[str, str] = {}  # neighbour id -> the hit it is added for, in the order they are packed
+        for hit in hits:
+            for neighbour in adjacent.get(hit, (None, None)):
+                if neighbour is not None and neighbour not in seen:
+                    seen.add(neighbour)
+                    beside[neighbour] = hit
+        for m in self._iter_memories(bank_id, list(beside), networks, window):
+            context_of[m.id] = beside[m.id]
+            yield m
+        yield from (m for m in memories if m.id not in seen)
 
     def _iter_memories(
         self, bank_id: str, ids: list[str], networks: Sequence[Network] | None, window: TimeRange | None

@@ -385,6 +385,11 @@ class UnitStore(Protocol):
         """Ids of the units extracted from a document."""
         ...
 
+    def adjacent_units(self, bank_id: str, ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """For each unit of ``ids``, the units just before and just after it in its document (by position);
+        None at a document's ends. Units without a document, or not in the bank, are absent."""
+        ...
+
     def units_of_entity(self, bank_id: str, entity_id: str) -> list[str]:
         """Ids of the units that mention an entity."""
         ...

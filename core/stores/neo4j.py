@@ -568,6 +568,38 @@ class Neo4jGraphStore:
         )
         return [r["id"] for r in rows]
 
+    def adjacent_units(self, bank_id: str, ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """The units just before and just after each of ``ids`` in its document, in one round trip."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return {}
+        rows = self._read(
+            "UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank AND u.document_id IS NOT NULL "
+            "OPTIONAL MATCH (p:Unit) WHERE p.bank_id = $bank AND p.document_id = u.document_id "
+            "AND p.position < u.position "
+            "WITH u, max(p.position) AS before "
+            "OPTIONAL MATCH (n:Unit) WHERE n.bank_id = $bank AND n.document_id = u.document_id "
+            "AND n.position > u.position "
+            "WITH u, before, min(n.position) AS after "
+            "OPTIONAL MATCH (a:Unit) WHERE a.bank_id = $bank AND a.document_id = u.document_id "
+            "AND (a.position = before OR a.position = after) "
+            "RETURN u.id AS id, u.position AS position, a.id AS adjacent, a.position AS at, a.seq AS seq",
+            ids=wanted, bank=bank_id,
+        )
+        found: dict[str, dict[str, tuple[int, str]]] = {}
+        for r in rows:
+            sides = found.setdefault(r["id"], {})
+            if r["adjacent"] is None:
+                continue
+            side = "before" if r["at"] < r["position"] else "after"
+            # Two units at one position should not occur; if they do, the one written first or last is taken,
+            # as the SQLite store orders by (position, seq).
+            key = (-(r["seq"] or 0) if side == "before" else (r["seq"] or 0), r["adjacent"])
+            if side not in sides or key < sides[side]:
+                sides[side] = key
+        return {uid: (s["before"][1] if "before" in s else None, s["after"][1] if "after" in s else None)
+                for uid, s in found.items()}
+
     def units_of_entity(self, bank_id: str, entity_id: str) -> list[str]:
         """Ids of the units that mention an entity."""
         rows = self._read(

@@ -763,6 +763,22 @@ class SQLiteGraphStore:
         )
         return [r[0] for r in rows]
 
+    def adjacent_units(self, bank_id: str, ids: Sequence[str]) -> dict[str, tuple[str | None, str | None]]:
+        """The units just before and just after each of ``ids`` in its document (index ``units_bank_doc``)."""
+        out: dict[str, tuple[str | None, str | None]] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            out.update((r[0], (r[1], r[2])) for r in self._con().execute(
+                "SELECT u.id, "
+                "(SELECT p.id FROM units p WHERE p.bank_id = u.bank_id AND p.document_id = u.document_id "
+                " AND p.position < u.position ORDER BY p.position DESC, p.seq DESC LIMIT 1), "
+                "(SELECT n.id FROM units n WHERE n.bank_id = u.bank_id AND n.document_id = u.document_id "
+                " AND n.position > u.position ORDER BY n.position, n.seq LIMIT 1) "
+                "FROM units u WHERE +u.bank_id = ? AND u.document_id IS NOT NULL "
+                f"AND u.id IN ({','.join('?' * len(chunk))})",
+                [bank_id, *chunk],
+            ))
+        return out
+
     def units_of_entity(self, bank_id: str, entity_id: str) -> list[str]:
         """Ids of the units that mention an entity."""
         rows = self._con().execute(

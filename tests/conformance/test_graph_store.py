@@ -157,6 +157,18 @@ def test_units_roundtrip(store: GraphStore, bank_id: str) -> None:
     assert store.units_of_entity(bank_id, "xe_oscar") == []  # another bank's entity
 
 
+def test_adjacent_units_follow_document_order_and_skip_gaps(store: GraphStore, bank_id: str) -> None:
+    assert store.adjacent_units(bank_id, ["u0", "u2", "u4", "missing", "xu2"]) == {
+        "u0": (None, "u1"), "u2": ("u1", "u3"), "u4": ("u3", None),  # the document's ends have one side only
+    }
+    store.delete_units(bank_id, ["u2"])
+    assert store.adjacent_units(bank_id, ["u1", "u3"]) == {"u1": ("u0", "u3"), "u3": ("u1", "u4")}  # across the gap
+    store.add_units(bank_id, UnitBatch(units=[Memory(id="loose", bank_id=bank_id, text="no document")]))
+    assert store.adjacent_units(bank_id, ["loose"]) == {}  # a unit without a document has no neighbours
+    assert store.adjacent_units(bank_id, []) == {}
+    assert store.adjacent_units(bank_id + "-other", ["xu1"]) == {"xu1": ("xu0", "xu2")}
+
+
 def test_update_unit(store: GraphStore, bank_id: str) -> None:
     store.update_unit(bank_id, "u4", confidence=0.2)
     store.update_unit(bank_id, "u0", text="Melanie sketched a volcano")

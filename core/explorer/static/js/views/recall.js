@@ -79,7 +79,9 @@ function results(bank, res, current) {
       const hit = c.channels[ch];
       return h('td', { class: 'num nowrap' }, hit ? [h('strong', {}, hit.rank), h('span', { class: 'muted small' }, ` (${num(hit.score)})`)] : h('span', { class: 'muted' }, '–'));
     }),
-    h('td', { class: 'num' }, c.tokens || '–'), h('td', {}, c.selected ? '✓' : ''),
+    h('td', { class: 'num' }, c.tokens || '–'),
+    h('td', { class: 'nowrap', title: c.context_of ? 'packed beside a top hit: the memory just before or after it in its document' : '' },
+      c.selected ? (c.context_of ? '✓ context' : '✓') : ''),
     h('td', { class: 'text' }, c.memory ? [networkBadge(c.memory.network), ' ', memoryLink(bank, c.memory)] : h('code', {}, c.memory_id))));
   const table = h('table', { class: 'grid trace', id: 'recall-trace' },
     h('thead', {}, h('tr', {}, h('th', { class: 'num' }, 'fused'), h('th', { class: 'num' }, 'score'), channels.map((c) => h('th', { class: 'num' }, c)),
