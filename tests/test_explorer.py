@@ -39,9 +39,10 @@ from support.explorer_bank import (
 
 from hindsight_core import Hindsight
 from hindsight_core.explorer.app import CSP, create_app
-from hindsight_core.explorer.auth import TOKEN_HEADER, Guard, is_loopback
+from hindsight_core.explorer.auth import TOKEN_HEADER, Guard
 from hindsight_core.explorer.cli import add_commands
 from hindsight_core.explorer.queries import strongest
+from hindsight_core.net import is_loopback
 
 REPO = Path(__file__).resolve().parents[1]
 STATIC = REPO / "core" / "explorer" / "static"
@@ -248,6 +249,7 @@ def test_headers_host_check_and_no_cors(client: TestClient) -> None:
 
 def test_reads_need_the_token_off_loopback(opened: Hindsight) -> None:
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert is_loopback("LOCALHOST") and is_loopback("[::1]") and is_loopback("127.0.0.2")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.20")
     app = create_app(opened, Guard.for_host("0.0.0.0", TOKEN))
     with TestClient(app, base_url="http://192.168.1.20:8765") as c:

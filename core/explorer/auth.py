@@ -13,10 +13,11 @@ never approves). The token is never put in a cookie, so the browser never sends 
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import os
 import secrets
 from dataclasses import dataclass
+
+from ..net import is_loopback
 
 TOKEN_HEADER = "X-Hindsight-Token"
 TOKEN_ENV = "HINDSIGHT_UI_TOKEN"
@@ -28,17 +29,6 @@ def new_token() -> str:
     """A token for this run: ``$HINDSIGHT_UI_TOKEN`` when set, else 32 random bytes, URL-safe."""
     fixed = os.environ.get(TOKEN_ENV, "").strip()
     return fixed or secrets.token_urlsafe(32)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether binding to ``host`` keeps the server reachable from this machine only."""
-    name = host.strip("[]").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass(frozen=True)

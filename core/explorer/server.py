@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .auth import Guard, is_loopback
+from ..net import is_loopback
+from .auth import Guard
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765

@@ -73,8 +73,9 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
         import mcp.server.mcpserver  # noqa: F401  (version 2's server; version 1 has none)
     except ImportError as exc:
         raise UsageError(SDK_MISSING.format(error=exc)) from exc
+    from ..net import is_loopback
     from .server import build_server
-    from .transports import TOKEN_ENV, configured_token, is_loopback, serve_http, serve_stdio
+    from .transports import TOKEN_ENV, configured_token, serve_http, serve_stdio
 
     token = configured_token() if args.http is not None else None
     if args.http is not None and token is None and not is_loopback(args.http[0]) and not args.no_auth:

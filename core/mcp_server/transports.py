@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-import ipaddress
 import json
 import os
 import socket
@@ -69,16 +68,6 @@ class BearerTokenGuard:
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """Serve one client on stdin/stdout until it closes stdin."""
     await server.run_stdio_async()
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only (``127.0.0.1``, ``::1``, ``localhost``)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def bind(host: str, port: int) -> socket.socket:
