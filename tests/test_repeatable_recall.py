@@ -6,8 +6,12 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hindsight_core import Hindsight
 from hindsight_core.embedding import SentenceTransformerEmbedder
@@ -99,3 +103,43 @@ def test_concurrent_first_use_loads_a_bank_once() -> None:
         t.join()
     assert len(loads) == 1 and len(got) == 4 and all(g is got[0] and g is not None for g in got)
     assert cache.get("b", lambda: 1, load) is got[0] and len(loads) == 1
+
+
+_META_VALUE = st.one_of(st.none(), st.sampled_from(["world", "opinion", "experience"]),
+                        st.floats(-5, 5, allow_nan=False), st.integers(-5, 5))
+_FIELDS = st.sampled_from(["network", "t0", "t1"])
+_CLAUSE = st.one_of(
+    st.builds(lambda f, v: {f: v}, _FIELDS, st.sampled_from(["world", "opinion"])),
+    st.builds(lambda f, v: {f: {"$in": v}}, _FIELDS, st.lists(st.sampled_from(["world", "opinion", "x"]), max_size=3)),
+    st.builds(lambda f, op, v: {f: {op: v}}, _FIELDS, st.sampled_from(["$lte", "$gte", "$lt", "$gt"]),
+              st.one_of(st.floats(-5, 5, allow_nan=False), st.integers(-5, 5))),
+)
+_WHERE = st.one_of(_CLAUSE, st.builds(lambda cs: {"$and": cs}, st.lists(_CLAUSE, min_size=1, max_size=3)))
+
+
+@given(st.lists(st.dictionaries(_FIELDS, _META_VALUE, max_size=3), min_size=1, max_size=25), _WHERE,
+       st.lists(st.integers(0, 30), max_size=6) | st.none())
+def test_vectorised_filters_pass_exactly_the_rows_chroma_would(
+    metas: list[dict[str, Any]], where: dict[str, Any], only: list[int] | None,
+) -> None:
+    """Metadata filters run column by column with numpy; they must pass exactly what ``matches`` (Chroma's rules:
+    a missing field never satisfies a comparison) passes row by row, whatever the mix of types in a field."""
+    from hindsight_core.stores.exact_vectors import matches
+
+    ids = [f"u{n:02d}" for n in range(len(metas))]
+    rng = np.random.default_rng(len(metas))
+    vecs = rng.normal(size=(len(metas), 4)).astype(np.float32)
+    bank = BankVectors(ids, vecs, metas)
+    wanted = None if only is None else [f"u{n:02d}" for n in only]
+    try:
+        expected = {i for i, m in zip(ids, metas, strict=True)
+                    if matches(m, where) and (wanted is None or i in wanted)}
+    except TypeError:  # a string compared with a number: Chroma refuses it too; the search must not pass it silently
+        expected = None
+    query = rng.normal(size=4).astype(np.float32)
+    if expected is None:
+        with pytest.raises(TypeError):
+            bank.search(query, 100, where, wanted)
+        return
+    got = bank.search(query, 100, where, wanted)[0]
+    assert {i for i, _ in got} == expected
