@@ -41,6 +41,23 @@ def test_collection_and_embedder_check(backend: Backend, bank_id: str) -> None:
         backend.index().ensure_collection(bank_id, "emb-a", 16)
 
 
+def test_collections_search_wide_enough_for_recall(backend: Backend, bank_id: str) -> None:
+    """HNSW explores HNSW_EF_SEARCH candidates per query; a collection made with Chroma's narrower setting (by an
+    older version) is widened when a writer opens it."""
+    from hindsight_core.stores.chroma import HNSW_EF_SEARCH, collection_name
+
+    ix = backend.index()
+    ix.ensure_collection(bank_id, "emb-a", 8)
+    assert ix.client.get_collection(collection_name(bank_id)).configuration["hnsw"]["ef_search"] == HNSW_EF_SEARCH
+    old = bank_id + "-old"
+    ix.client.create_collection(collection_name(old), metadata={"bank_id": old, "embedder": "emb-a", "dimension": 8},
+                                configuration={"hnsw": {"space": "cosine", "ef_search": 100}}, embedding_function=None)
+    opened = backend.index()
+    opened.ensure_collection(old, "emb-a", 8)
+    assert opened.client.get_collection(collection_name(old)).configuration["hnsw"]["ef_search"] == HNSW_EF_SEARCH
+    opened.drop_bank(old)
+
+
 def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
     ix = backend.index()
     ix.ensure_collection(bank_id, "emb", 8)
