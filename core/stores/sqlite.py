@@ -1100,8 +1100,8 @@ class SQLiteGraphStore:
             rows = con.execute(
                 "SELECT u.id, f.score FROM (SELECT rowid, bm25(units_fts, 1.0, ?) AS score FROM units_fts "
                 "WHERE units_fts MATCH ? ORDER BY score, rowid LIMIT ?) f JOIN units u ON u.seq = f.rowid "
-                "ORDER BY f.score, f.rowid",
-                [float(context_weight), match, limit],
+                "WHERE u.bank_id = ? ORDER BY f.score, f.rowid",  # never another bank's, even if totals were off
+                [float(context_weight), match, limit, bank_id],
             ).fetchall()
             return [(r[0], -float(r[1])) for r in rows]
         if totals is not None and totals[0] == totals[1]:
