@@ -586,19 +586,18 @@ class Neo4jGraphStore:
             "RETURN u.id AS id, u.position AS position, a.id AS adjacent, a.position AS at, a.seq AS seq",
             ids=wanted, bank=bank_id,
         )
-        found: dict[str, dict[str, tuple[int, str]]] = {}
-        for r in rows:
-            sides = found.setdefault(r["id"], {})
+        out: dict[str, tuple[str | None, str | None]] = {}
+        # In seq order, so that if two units ever shared a position the choice matches SQLite's (position, seq)
+        # order: the last written before, the first written after.
+        for r in sorted(rows, key=lambda r: (r["seq"] or 0, r["adjacent"] or "")):
+            before, after = out.setdefault(r["id"], (None, None))
             if r["adjacent"] is None:
                 continue
-            side = "before" if r["at"] < r["position"] else "after"
-            # Two units at one position should not occur; if they do, the one written first or last is taken,
-            # as the SQLite store orders by (position, seq).
-            key = (-(r["seq"] or 0) if side == "before" else (r["seq"] or 0), r["adjacent"])
-            if side not in sides or key < sides[side]:
-                sides[side] = key
-        return {uid: (s["before"][1] if "before" in s else None, s["after"][1] if "after" in s else None)
-                for uid, s in found.items()}
+            if r["at"] < r["position"]:
+                out[r["id"]] = (r["adjacent"], after)
+            elif after is None:
+                out[r["id"]] = (before, r["adjacent"])
+        return out
 
     def units_of_entity(self, bank_id: str, entity_id: str) -> list[str]:
         """Ids of the units that mention an entity."""

@@ -1093,24 +1093,22 @@ class SQLiteGraphStore:
         totals = con.execute(
             "SELECT units, (SELECT sum(units) FROM keyword_totals) FROM keyword_totals WHERE bank_id = ?", (bank_id,)
         ).fetchone()
-        if totals is not None and totals[0] == totals[1] and not extra:
-            # Only this bank has units: FTS5's file-wide statistics are the bank's, so bm25() is already exact, and
-            # without filters the full-text table alone picks the top: the join then reads `limit` units instead of
-            # every match (4.8 -> 3.2 ms per query at 10k units, the same rows in the same order).
-            rows = con.execute(
-                "SELECT u.id, f.score FROM (SELECT rowid, bm25(units_fts, 1.0, ?) AS score FROM units_fts "
-                "WHERE units_fts MATCH ? ORDER BY score, rowid LIMIT ?) f JOIN units u ON u.seq = f.rowid "
-                "WHERE u.bank_id = ? ORDER BY f.score, f.rowid",  # never another bank's, even if totals were off
-                [float(context_weight), match, limit, bank_id],
-            ).fetchall()
-            return [(r[0], -float(r[1])) for r in rows]
         if totals is not None and totals[0] == totals[1]:
-            rows = con.execute(
-                "SELECT u.id, bm25(units_fts, 1.0, ?) AS score FROM units_fts JOIN units u ON u.seq = units_fts.rowid "
-                f"WHERE units_fts MATCH ? AND u.bank_id = ?{extra} ORDER BY score, u.seq LIMIT ?",
-                [float(context_weight), match, bank_id, *args, limit],
-            ).fetchall()
-            return [(r[0], -float(r[1])) for r in rows]
+            # Only this bank has units: FTS5's file-wide statistics are the bank's, so bm25() is already exact.
+            if extra:
+                sql = ("SELECT u.id, bm25(units_fts, 1.0, ?) AS score FROM units_fts JOIN units u "
+                       f"ON u.seq = units_fts.rowid WHERE units_fts MATCH ? AND u.bank_id = ?{extra} "
+                       "ORDER BY score, u.seq LIMIT ?")
+                params = [float(context_weight), match, bank_id, *args, limit]
+            else:
+                # Without filters the full-text table alone picks the top, and the join reads `limit` units instead
+                # of every match (4.8 -> 3.2 ms per query at 10k units, the same rows in the same order). The bank
+                # test stays: never another bank's unit, even if the totals were ever off.
+                sql = ("SELECT u.id, f.score FROM (SELECT rowid, bm25(units_fts, 1.0, ?) AS score FROM units_fts "
+                       "WHERE units_fts MATCH ? ORDER BY score, rowid LIMIT ?) f JOIN units u ON u.seq = f.rowid "
+                       "WHERE u.bank_id = ? ORDER BY f.score, f.rowid")
+                params = [float(context_weight), match, limit, bank_id]
+            return [(r[0], -float(r[1])) for r in con.execute(sql, params).fetchall()]
         # Tokenised only here: the one-bank path above lets FTS5 tokenise the query itself.
         phrases = shared_tokenizer().phrases(query_terms(query))
         if not phrases:
