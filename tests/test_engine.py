@@ -15,12 +15,14 @@ from hindsight_core import (
     Hindsight,
     InvalidInputError,
     Network,
+    StoreError,
     TimeRange,
 )
 from hindsight_core.config import RecallSettings, Settings
 from hindsight_core.embedding import SentenceTransformerEmbedder
 from hindsight_core.models import DocumentStatus
 from hindsight_core.stores.base import VectorMeta
+from hindsight_core.stores.sqlite import SQLiteGraphStore
 from hindsight_core.tokens import count_tokens
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
@@ -97,6 +99,26 @@ def test_neighbours_of_the_best_hits_are_packed_after_the_head(tmp_path: Path, c
         ranks = {i.memory_id: i.fused_rank for i in plain.trace.items}
         assert [ranks[m.id] for m in plain.memories] == sorted(ranks[m.id] for m in plain.memories)
         assert all(i.context_of is None for i in plain.trace.items)
+
+
+class _StoreWithoutNeighbours(SQLiteGraphStore):
+    """A graph store written against the protocol before ``adjacent_units`` existed."""
+
+    def __getattribute__(self, name: str) -> object:
+        if name == "adjacent_units":
+            raise AttributeError(name)
+        return super().__getattribute__(name)
+
+
+def test_a_store_without_adjacent_units_is_refused_at_open_only_when_context_is_asked(tmp_path: Path) -> None:
+    store = _StoreWithoutNeighbours(tmp_path / "g.sqlite")
+    with pytest.raises(StoreError, match="adjacent_units"):
+        Hindsight.open(None, graph=store, vectors="memory",
+                       settings=Settings(recall=RecallSettings(context_hits=5)), start_worker=False)
+    with Hindsight.open(None, graph=store, vectors="memory", start_worker=False) as h:  # off by default: fine
+        bank = h.bank("b")
+        bank.retain("Melanie adopted a dog called Oscar.", timestamp=T0, extract=False)
+        assert bank.recall("Melanie's dog").memories
 
 
 def test_budget_limits_tokens_exactly(hs: Hindsight, conversation: list[dict]) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import RecallSettings
 from ..embedding import Embedder, embed_queries
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, StoreError
 from ..inputs import clean_text, parse_timestamp
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
 from ..stores.base import VectorIndex
@@ -48,6 +48,11 @@ class RecallPipeline:
         self.executor = executor
         self.reranker = reranker
         self.weights = settings.weights_for(embedder.name)
+        if settings.context_hits > 0 and not callable(getattr(store, "adjacent_units", None)):
+            # A graph store written against the protocol before adjacent_units: say so at open, not as an
+            # AttributeError in the middle of a recall.
+            raise StoreError(f"{type(store).__name__} has no adjacent_units(), which neighbouring context "
+                             "(RecallSettings.context_hits > 0) needs; set context_hits=0 or add the method")
 
     def time_constraint(
         self, bank_id: str, query: str, reference_time: datetime, query_vector: Any
