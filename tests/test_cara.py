@@ -181,6 +181,26 @@ def test_reflect_reports_stance_against_and_dropped_citations(tmp_path: Path) ->
     assert '"against"' in json.dumps(llm.calls[0].schema.model_json_schema())
 
 
+def test_an_opinion_resting_only_on_inferred_memories_is_not_stored_by_a_literal_mind(tmp_path: Path) -> None:
+    # The bank holds one inferred memory (an earlier opinion) and nothing that was said. The model cites it and
+    # forms a new opinion: a fully literal mind counts only what was said, so nothing supports it and it is not
+    # stored; an open mind counts the inferred memory at half weight and stores it.
+    op = {"text": "Ana keeps training.", "rationale": "r", "confidence": 0.9, "entities": ["Ana"]}
+    llm = ScriptedLLM([answer(based_on=[1], opinions=[op]), answer(based_on=[1], opinions=[op])])
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank = hs.bank("coach")
+        earlier = bank.add_opinion("Ana is a committed runner.", 0.8, entities=["Ana"])
+        literal = bank.reflect("Is Ana a committed runner?", reference_time=T0,
+                               disposition=Disposition(skepticism=3, literalism=5))
+        assert literal.known and literal.based_on == [earlier.id]
+        assert literal.opinions == [] and [o.id for o in bank.opinions()] == [earlier.id]
+        open_mind = bank.reflect("Is Ana a committed runner?", reference_time=T0,
+                                 disposition=Disposition(skepticism=3, literalism=1))
+        assert [o.text for o in open_mind.opinions] == ["Ana keeps training."]
+        assert 0.0 < (open_mind.opinions[0].confidence or 0) < 0.9
+        assert {o.id for o in bank.opinions()} == {earlier.id, open_mind.opinions[0].id}
+
+
 def test_empathy_decides_which_memories_reflect_shows_first(tmp_path: Path) -> None:
     llm = ScriptedLLM([answer(based_on=[1]), answer(based_on=[1])])
     facts = [{"speaker": "Ana", "text": f"Ana ran lap number {i} of the track in Porto.", "id": f"r{i}"}
