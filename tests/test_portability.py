@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 from scripted_llm import ScriptedLLM
+from support.conversation import CONVERSATION
 
 from hindsight_core import Hindsight
 from hindsight_core.cli_run import run_parsed
@@ -47,6 +48,7 @@ from hindsight_core.portability import (
 from hindsight_core.portability import cli as portability_cli
 from hindsight_core.portability import restore as restore_module
 from hindsight_core.portability.collect import collect_bank
+from hindsight_core.portability.format import decode_vector
 from hindsight_core.portability.ids import remap
 from hindsight_core.portability.jsonl import read_archive, write_archive
 from hindsight_core.stores.base import OpinionUpdate
@@ -55,14 +57,6 @@ SOURCE = "travel-notes"
 REFERENCE = "2025-03-10T12:00:00"
 QUERIES = ["Where does Caroline want to work?", "What did Melanie paint last week?", "Oscar the puppy",
            "running shoes", "Is Melanie a good parent?", "What happened yesterday?"]
-CONVERSATION = [
-    {"speaker": "Caroline", "text": "I went to a LGBTQ support group yesterday and it was so powerful.", "id": "D1:1"},
-    {"speaker": "Melanie", "text": "That's great! I painted a sunrise by the lake last week.", "id": "D1:2"},
-    {"speaker": "Caroline", "text": "I'm thinking of becoming a counselor in Boston next year.", "id": "D1:3"},
-    {"speaker": "Melanie", "text": "My kids love the new puppy, we named him Oscar.", "id": "D1:4"},
-    {"speaker": "Caroline", "text": "Oscar is a lovely name! Is he a golden retriever?", "id": "D1:5"},
-    {"speaker": "Melanie", "text": "Yes, and he already chewed my favourite running shoes.", "id": "D1:6"},
-]
 EMBEDDER = SentenceTransformerEmbedder()
 
 
@@ -158,6 +152,12 @@ def vectors(hs: Hindsight, bank_id: str) -> dict[str, np.ndarray]:
     return hs.index.get_embeddings(bank_id, sorted(hs.store.unit_ids(bank_id)))
 
 
+def same_vectors(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """The same ids and vectors, up to the last bit a cosine collection's float32 normalisation can move on each
+    write (a model recomputing them would move them about 1e-4)."""
+    return a.keys() == b.keys() and all(float(np.max(np.abs(a[k] - b[k]))) <= 1e-7 for k in a)
+
+
 def assert_no_bank(hs: Hindsight, bank_id: str) -> None:
     """Nothing of the bank in either store, and the store sound."""
     assert bank_id not in {b.id for b in hs.banks()}
@@ -189,7 +189,7 @@ def test_round_trip_without_vectors_is_exact(source: Hindsight, target: Hindsigh
     assert jobs[0].payload["source"] == "file bank.jsonl"
 
 
-def test_round_trip_with_vectors_gzip_is_bit_exact(source: Hindsight, target: Hindsight, tmp_path: Path) -> None:
+def test_round_trip_with_vectors_gzip_copies_the_vectors(source: Hindsight, target: Hindsight, tmp_path: Path) -> None:
     path = tmp_path / "bank.jsonl.gz"
     assert source.bank(SOURCE).export(path, with_vectors=True).with_vectors
     assert path.read_bytes()[:2] == b"\x1f\x8b"
@@ -203,13 +203,24 @@ def test_round_trip_with_vectors_gzip_is_bit_exact(source: Hindsight, target: Hi
     assert report.vectors == "copied"
     assert snapshot(target, SOURCE) == snapshot(source, SOURCE)
     before, after = vectors(source, SOURCE), vectors(target, SOURCE)
-    assert all(np.array_equal(before[k], after[k]) for k in before) and before.keys() == after.keys()
+    # The file holds the source's vectors bit for bit.
+    in_file = {r["id"]: decode_vector(r["vector"], header["embedder"]["dimension"])
+               for r in map(json.loads, lines) if r["record"] == "unit"}
+    assert in_file.keys() == before.keys() and all(np.array_equal(in_file[k], before[k]) for k in before)
+    # The importing index holds them up to its own float32 normalisation (a cosine collection normalises every
+    # vector it stores, which can move the last bit), not recomputed by the model.
+    assert same_vectors(before, after)
     assert recall_order(target, SOURCE) == recall_order(source, SOURCE)
     # The same bank exports to the same bytes (apart from the header's time): the format is deterministic.
     again = tmp_path / "again.jsonl.gz"
     target.bank(SOURCE).export(again, with_vectors=True)
-    first, second = (gzip.decompress(p.read_bytes()).splitlines() for p in (path, again))
-    assert first[1:-1] == second[1:-1]
+    first, second = ([json.loads(line) for line in gzip.decompress(p.read_bytes()).splitlines()[1:-1]]
+                     for p in (path, again))
+    assert [{k: v for k, v in r.items() if k != "vector"} for r in first] == \
+        [{k: v for k, v in r.items() if k != "vector"} for r in second]
+    dim = header["embedder"]["dimension"]
+    assert same_vectors(*({r["id"]: decode_vector(r["vector"], dim) for r in f if r.get("vector")}
+                          for f in (first, second)))
 
 
 def test_a_clone_beside_its_original_gets_new_ids(source: Hindsight, target: Hindsight, tmp_path: Path) -> None:
@@ -227,7 +238,7 @@ def test_a_clone_beside_its_original_gets_new_ids(source: Hindsight, target: Hin
     assert [o.model_copy(update={"applied_evidence": sorted(o.applied_evidence)}) for o in expected.opinions] \
         == got.opinions
     assert got.vectors is not None and expected.vectors is not None
-    assert all(np.array_equal(got.vectors[k], expected.vectors[k]) for k in expected.vectors)
+    assert same_vectors(got.vectors, expected.vectors)
     assert snapshot(target, SOURCE) == snapshot(source, SOURCE)  # the original is untouched
     clone, original = recall_order(target, "clone"), recall_order(source, SOURCE)
     mapped = {q: [remap_id("clone", i) for i in ids] for q, ids in original.items()}

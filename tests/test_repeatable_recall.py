@@ -105,6 +105,35 @@ def test_concurrent_first_use_loads_a_bank_once() -> None:
     assert cache.get("b", lambda: 1, load) is got[0] and len(loads) == 1
 
 
+def test_the_in_memory_copy_holds_what_the_index_stored(tmp_path: Path) -> None:
+    """A cosine collection normalises each vector it stores, which moves the last bit of some floats. After a
+    write to a bank held in memory, the copy must hold what a reopened index will load, not the vectors given:
+    else scores (and near ties) differ between a long-running process and the same store reopened."""
+    from hindsight_core.stores.base import VectorMeta
+    from hindsight_core.stores.chroma import ChromaVectorIndex
+
+    rng = np.random.default_rng(7)
+    vectors = rng.standard_normal((60, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"u{i:02d}" for i in range(60)]
+    index = ChromaVectorIndex.persistent(tmp_path / "v")
+    index.ensure_collection("b", "test-embedder", 32)
+    index.upsert("b", ids[:30], vectors[:30], [VectorMeta() for _ in range(30)])
+    assert index.query("b", vectors[0], 1)[0][0] == "u00"  # the bank is now held in memory
+    index.upsert("b", ids[30:], vectors[30:], [VectorMeta() for _ in range(30)])
+    index.upsert("b", ids[:5], vectors[:5], [VectorMeta() for _ in range(5)])  # rewritten, as a reindex does
+    held = index.get_embeddings("b", ids)
+    query = rng.standard_normal(32).astype(np.float32)
+    before = index.query("b", query, 60)
+    index.close()
+    reopened = ChromaVectorIndex.persistent(tmp_path / "v")
+    reopened.ensure_collection("b", "test-embedder", 32)
+    loaded = reopened.get_embeddings("b", ids)
+    assert held.keys() == loaded.keys() and all(np.array_equal(held[i], loaded[i]) for i in ids)
+    assert reopened.query("b", query, 60) == before  # the same scores to the bit, not just the same order
+    reopened.close()
+
+
 _META_VALUE = st.one_of(st.none(), st.sampled_from(["world", "opinion", "experience"]),
                         st.floats(-5, 5, allow_nan=False), st.integers(-5, 5))
 _FIELDS = st.sampled_from(["network", "t0", "t1"])

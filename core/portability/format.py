@@ -5,7 +5,7 @@ Line 1 is the ``header``, line 2 the ``bank`` profile, then every ``document``, 
 four networks, observations included), ``link`` and ``opinion_history`` record, and the last line is ``end`` (how
 many lines came before it and their SHA-256: a file cut at a line boundary, or altered after export, is detected).
 Each object names its kind in ``record``. Times are ISO-8601 in UTC; vectors, when written, are base64 of
-little-endian float32 (bit-exact: Chroma stores float32). Unknown fields are errors: a damaged line is refused,
+little-endian float32 (the source index's values, bit for bit). Unknown fields are errors: a damaged line is refused,
 not half read.
 """
 

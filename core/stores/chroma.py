@@ -258,10 +258,32 @@ class ChromaVectorIndex:
                         embeddings=np.asarray(embeddings[i : i + max_batch], dtype=np.float32),
                         metadatas=metas[i : i + max_batch],
                     )
+                stored = self._stored(col, ids, embeddings) if self._exact.holds(bank_id) else None
             except BaseException:
                 self._exact.drop(bank_id)  # partly written: the copy is reloaded from the index
                 raise
-            self._exact.upsert(bank_id, list(ids), np.asarray(embeddings, dtype=np.float32), metas)
+            if stored is not None:
+                self._exact.upsert(bank_id, list(ids), stored, metas)
+            else:
+                self._exact.drop(bank_id)  # not held (or now too large): decided again on next use
+
+    @staticmethod
+    def _stored(col: Any, ids: Sequence[str], written: np.ndarray) -> np.ndarray:
+        """The vectors as the collection now holds them, in the order of ``ids``.
+
+        A cosine collection normalises every vector it stores, which can move the last bit of a float32 (about
+        a quarter of unit-length vectors here); the in-memory copy takes what the index holds, so that it ranks
+        exactly as the copy loaded after a reopen will (repeatable recall), not as the vectors given.
+        """
+        rows: dict[str, Any] = {}
+        for i in range(0, len(ids), 5000):
+            res = col.get(ids=list(ids[i : i + 5000]), include=["embeddings"])
+            rows.update(zip(res["ids"], res["embeddings"] if res["embeddings"] is not None else [], strict=False))
+        out = np.asarray(written, dtype=np.float32).copy()
+        for n, i in enumerate(ids):
+            if i in rows:
+                out[n] = np.asarray(rows[i], dtype=np.float32)
+        return out
 
     def query(
         self, bank_id: str, embedding: np.ndarray, k: int, filter: VectorFilter | None = None

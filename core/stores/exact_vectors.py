@@ -267,6 +267,11 @@ class ExactCache:
                 total -= len(dropped.ids) if dropped is not None else 0
         return found
 
+    def holds(self, bank_id: str) -> bool:
+        """Whether the bank's vectors are held (a write to it must then reach the copy too)."""
+        with self._lock:
+            return self._banks.get(bank_id) is not None
+
     def upsert(self, bank_id: str, ids: Sequence[str], vectors: np.ndarray,
                metadatas: Sequence[dict[str, Any] | None]) -> None:
         """Apply this process's write to a cached bank (a bank that outgrows ``max_bank`` is dropped)."""
