@@ -276,13 +276,13 @@ class ChromaVectorIndex:
         exactly as the copy loaded after a reopen will (repeatable recall), not as the vectors given.
         """
         rows: dict[str, Any] = {}
-        for i in range(0, len(ids), 5000):
-            res = col.get(ids=list(ids[i : i + 5000]), include=["embeddings"])
+        for start in range(0, len(ids), 5000):
+            res = col.get(ids=list(ids[start : start + 5000]), include=["embeddings"])
             rows.update(zip(res["ids"], res["embeddings"] if res["embeddings"] is not None else [], strict=False))
         out = np.asarray(written, dtype=np.float32).copy()
-        for n, i in enumerate(ids):
-            if i in rows:
-                out[n] = np.asarray(rows[i], dtype=np.float32)
+        for n, unit_id in enumerate(ids):
+            if unit_id in rows:
+                out[n] = np.asarray(rows[unit_id], dtype=np.float32)
         return out
 
     def query(
