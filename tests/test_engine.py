@@ -22,6 +22,7 @@ from hindsight_core.config import RecallSettings, Settings
 from hindsight_core.embedding import SentenceTransformerEmbedder
 from hindsight_core.models import DocumentStatus
 from hindsight_core.stores.base import VectorMeta
+from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.sqlite import SQLiteGraphStore
 from hindsight_core.tokens import count_tokens
 
@@ -104,18 +105,19 @@ def test_neighbours_of_the_best_hits_are_packed_after_the_head(tmp_path: Path, c
 class _StoreWithoutNeighbours(SQLiteGraphStore):
     """A graph store written against the protocol before ``adjacent_units`` existed."""
 
-    def __getattribute__(self, name: str) -> object:
-        if name == "adjacent_units":
-            raise AttributeError(name)
-        return super().__getattribute__(name)
+    adjacent_units = None  # type: ignore[assignment]  # the method is missing
 
 
-def test_a_store_without_adjacent_units_is_refused_at_open_only_when_context_is_asked(tmp_path: Path) -> None:
+def test_a_store_without_adjacent_units_is_refused_before_any_recall(tmp_path: Path) -> None:
+    # Hindsight.open checks the GraphStore protocol at its public edge; the constructor, which takes open stores,
+    # refuses the store only when neighbouring context needs the method, and names it.
     store = _StoreWithoutNeighbours(tmp_path / "g.sqlite")
+    with pytest.raises(InvalidInputError, match="GraphStore"):
+        Hindsight.open(None, graph=store, vectors="memory", start_worker=False)
+    index = ChromaVectorIndex.ephemeral()
     with pytest.raises(StoreError, match="adjacent_units"):
-        Hindsight.open(None, graph=store, vectors="memory",
-                       settings=Settings(recall=RecallSettings(context_hits=5)), start_worker=False)
-    with Hindsight.open(None, graph=store, vectors="memory", start_worker=False) as h:  # off by default: fine
+        Hindsight(store, index, settings=Settings(recall=RecallSettings(context_hits=5)), start_worker=False)
+    with Hindsight(store, index, start_worker=False) as h:  # off by default: fine
         bank = h.bank("b")
         bank.retain("Melanie adopted a dog called Oscar.", timestamp=T0, extract=False)
         assert bank.recall("Melanie's dog").memories

@@ -134,6 +134,45 @@ def test_the_in_memory_copy_holds_what_the_index_stored(tmp_path: Path) -> None:
     reopened.close()
 
 
+def test_a_failed_read_back_keeps_the_write_and_reloads_the_copy(tmp_path: Path) -> None:
+    """The write has landed when the copy reads it back: if that read fails, the write is not reported as failed,
+    and the copy is reloaded from the index (what a reopen would load), not left holding the vectors given."""
+    from hindsight_core.stores.base import VectorMeta
+    from hindsight_core.stores.chroma import ChromaVectorIndex
+
+    class FailingGet:
+        def __init__(self, col: Any) -> None:
+            self.col = col
+
+        def __getattr__(self, name: str) -> Any:
+            if name == "get":
+                raise_once.pop()  # IndexError when the read already failed once: the test is then wrong
+                raise ConnectionError("read failed")
+            return getattr(self.col, name)
+
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((40, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"u{i:02d}" for i in range(40)]
+    index = ChromaVectorIndex.persistent(tmp_path / "v")
+    index.ensure_collection("b", "test-embedder", 32)
+    index.upsert("b", ids[:20], vectors[:20], [VectorMeta() for _ in range(20)])
+    assert index.query("b", vectors[0], 1)[0][0] == "u00"  # held in memory
+    real = index._collections["b"]
+    raise_once = [True]
+    index._collections["b"] = FailingGet(real)
+    index.upsert("b", ids[20:], vectors[20:], [VectorMeta() for _ in range(20)])  # no error: the write landed
+    assert raise_once == []
+    index._collections["b"] = real
+    held = index.get_embeddings("b", ids)
+    index.close()
+    reopened = ChromaVectorIndex.persistent(tmp_path / "v")
+    reopened.ensure_collection("b", "test-embedder", 32)
+    loaded = reopened.get_embeddings("b", ids)
+    assert held.keys() == loaded.keys() == set(ids) and all(np.array_equal(held[i], loaded[i]) for i in ids)
+    reopened.close()
+
+
 _META_VALUE = st.one_of(st.none(), st.sampled_from(["world", "opinion", "experience"]),
                         st.floats(-5, 5, allow_nan=False), st.integers(-5, 5))
 _FIELDS = st.sampled_from(["network", "t0", "t1"])

@@ -258,32 +258,34 @@ class ChromaVectorIndex:
                         embeddings=np.asarray(embeddings[i : i + max_batch], dtype=np.float32),
                         metadatas=metas[i : i + max_batch],
                     )
-                stored = self._stored(col, ids, embeddings) if self._exact.holds(bank_id) else None
             except BaseException:
                 self._exact.drop(bank_id)  # partly written: the copy is reloaded from the index
                 raise
+            stored = self._stored(col, ids) if self._exact.holds(bank_id) else None
             if stored is not None:
                 self._exact.upsert(bank_id, list(ids), stored, metas)
             else:
-                self._exact.drop(bank_id)  # not held (or now too large): decided again on next use
+                self._exact.drop(bank_id)  # not held, or read back incompletely: reloaded on next use
 
     @staticmethod
-    def _stored(col: Any, ids: Sequence[str], written: np.ndarray) -> np.ndarray:
-        """The vectors as the collection now holds them, in the order of ``ids``.
+    def _stored(col: Any, ids: Sequence[str]) -> np.ndarray | None:
+        """The vectors of ``ids`` as the collection now holds them, in that order; None if they cannot be read.
 
         A cosine collection normalises every vector it stores, which can move the last bit of a float32 (about
         a quarter of unit-length vectors here); the in-memory copy takes what the index holds, so that it ranks
-        exactly as the copy loaded after a reopen will (repeatable recall), not as the vectors given.
+        exactly as the copy loaded after a reopen will (repeatable recall), not as the vectors given. The write
+        has landed by then: a failed read only costs the copy, which is reloaded from the index.
         """
         rows: dict[str, Any] = {}
-        for start in range(0, len(ids), 5000):
-            res = col.get(ids=list(ids[start : start + 5000]), include=["embeddings"])
-            rows.update(zip(res["ids"], res["embeddings"] if res["embeddings"] is not None else [], strict=False))
-        out = np.asarray(written, dtype=np.float32).copy()
-        for n, unit_id in enumerate(ids):
-            if unit_id in rows:
-                out[n] = np.asarray(rows[unit_id], dtype=np.float32)
-        return out
+        try:
+            for start in range(0, len(ids), 5000):
+                res = col.get(ids=list(ids[start : start + 5000]), include=["embeddings"])
+                rows.update(zip(res["ids"], res["embeddings"] if res["embeddings"] is not None else [], strict=True))
+        except Exception:
+            return None
+        if any(unit_id not in rows for unit_id in ids):
+            return None
+        return np.asarray([rows[unit_id] for unit_id in ids], dtype=np.float32)
 
     def query(
         self, bank_id: str, embedding: np.ndarray, k: int, filter: VectorFilter | None = None
