@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import shutil
 import threading
@@ -23,6 +24,8 @@ from ..models import Network
 from .base import VectorFilter, VectorMeta, translate_errors
 from .exact_vectors import BankVectors, ExactCache
 from .process_guard import ProcessGuard
+
+log = logging.getLogger(__name__)
 
 _OPEN: dict[str, ChromaVectorIndex] = {}  # embedded indexes open in this process, by real path
 _OPEN_LOCK = threading.Lock()
@@ -224,7 +227,8 @@ class ChromaVectorIndex:
                 embedding_function=None,
             )
             self._check_embedder(bank_id, col, embedder_name, dimension)
-            _search_wider(col)
+            if not _search_wider(col):
+                self._known.pop(bank_id, None)  # so that the next ensure_collection tries again
 
     def _check_embedder(self, bank_id: str, col: Any, embedder_name: str, dimension: int) -> None:
         meta = col.metadata or {}
@@ -448,10 +452,21 @@ def _wide_enough(col: Any) -> bool:
     return int(hnsw.get("ef_search") or 0) >= HNSW_EF_SEARCH
 
 
-def _search_wider(col: Any) -> None:
-    """Raise an older collection's ``ef_search`` to ``HNSW_EF_SEARCH`` (a search setting: no data changes)."""
-    if not _wide_enough(col):
+def _search_wider(col: Any) -> bool:
+    """Raise an older collection's ``ef_search`` to ``HNSW_EF_SEARCH`` (a search setting: no data changes).
+
+    Returns whether the collection now searches that wide. A failure is logged, not raised: the bank opens and
+    searches as before (only less widely), and the next ``ensure_collection`` tries again.
+    """
+    if _wide_enough(col):
+        return True
+    try:
         col.modify(configuration={"hnsw": {"ef_search": HNSW_EF_SEARCH}})
+    except Exception as exc:  # any Chroma or transport error: the data is untouched either way
+        log.warning("could not widen the search of collection %s to ef_search=%d (tried again at the next "
+                    "open): %s", getattr(col, "name", "?"), HNSW_EF_SEARCH, exc)
+        return False
+    return True
 
 
 def _ranked(ids: Sequence[str], dists: Sequence[float]) -> list[tuple[str, float]]:

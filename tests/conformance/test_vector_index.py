@@ -58,6 +58,41 @@ def test_collections_search_wide_enough_for_recall(backend: Backend, bank_id: st
     opened.drop_bank(old)
 
 
+def test_a_failed_widening_opens_the_bank_and_is_retried(
+    backend: Backend, bank_id: str, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Widening an older collection's search is a setting change: when Chroma refuses it half way through an
+    open, the bank still opens with its vectors intact and searchable, and the next open widens it."""
+    from chromadb.api.models.Collection import Collection
+
+    from hindsight_core.stores.chroma import HNSW_EF_SEARCH, collection_name
+
+    ix = backend.index()
+    ix.ensure_collection(bank_id + "-other", "emb-a", 8)  # connects the client
+    ix.client.create_collection(collection_name(bank_id),
+                                metadata={"bank_id": bank_id, "embedder": "emb-a", "dimension": 8},
+                                configuration={"hnsw": {"space": "cosine", "ef_search": 100}},
+                                embedding_function=None)
+    v = _vectors(5)
+    ix.client.get_collection(collection_name(bank_id)).add(ids=[f"m{i}" for i in range(5)], embeddings=v)
+
+    def refuse(self: Collection, **_: object) -> None:
+        raise ConnectionError("server went away")
+
+    with monkeypatch.context() as m:
+        m.setattr(Collection, "modify", refuse)
+        failing = backend.index()
+        failing.ensure_collection(bank_id, "emb-a", 8)  # no error: the search setting is not the data
+    assert "could not widen" in caplog.text
+    assert failing.client.get_collection(collection_name(bank_id)).configuration["hnsw"]["ef_search"] == 100
+    assert failing.count(bank_id) == 5 and failing.query(bank_id, v[3], 1)[0][0] == "m3"
+    retried = backend.index()
+    retried.ensure_collection(bank_id, "emb-a", 8)
+    assert retried.client.get_collection(collection_name(bank_id)).configuration["hnsw"]["ef_search"] == HNSW_EF_SEARCH
+    assert retried.count(bank_id) == 5
+    retried.drop_bank(bank_id + "-other")
+
+
 def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
     ix = backend.index()
     ix.ensure_collection(bank_id, "emb", 8)
