@@ -22,6 +22,7 @@ import numpy as np
 from ..errors import EmbedderMismatchError, StoreError
 from ..models import Network
 from .base import VectorFilter, VectorMeta, translate_errors
+from .chroma_transient import RetryingReads
 from .exact_vectors import BankVectors, ExactCache
 from .process_guard import ProcessGuard
 
@@ -198,8 +199,8 @@ class ChromaVectorIndex:
             except Exception as exc:
                 raise StoreError(f"the vector collection of bank {bank_id!r} is gone (bank deleted by another "
                                  f"process?): {exc}") from exc
-            self._collections[bank_id] = col
-            return col
+            self._collections[bank_id] = RetryingReads(col)
+            return self._collections[bank_id]
         raise StoreError(f"vector collection for bank {bank_id!r} is not open; call ensure_collection first")
 
     # VectorIndex ---------------------------------------------------------------------------------
@@ -238,7 +239,7 @@ class ChromaVectorIndex:
                 f"(dimension {meta.get('dimension')}), not {embedder_name!r} (dimension {dimension}); "
                 "re-index the bank or open it with the original embedder"
             )
-        self._collections[bank_id] = col
+        self._collections[bank_id] = RetryingReads(col)
         self._known[bank_id] = (embedder_name, dimension)
 
     def upsert(

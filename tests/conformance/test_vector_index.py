@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import numpy as np
 import pytest
@@ -91,6 +92,57 @@ def test_a_failed_widening_opens_the_bank_and_is_retried(
     assert retried.client.get_collection(collection_name(bank_id)).configuration["hnsw"]["ef_search"] == HNSW_EF_SEARCH
     assert retried.count(bank_id) == 5
     retried.drop_bank(bank_id + "-other")
+
+
+SEGMENT_RACE = "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
+
+
+def test_a_read_that_races_a_segment_swap_is_retried(
+    backend: Backend, bank_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Chroma server can fail a read while it swaps an HNSW segment (seen with three processes retaining into
+    one bank); the same read a moment later succeeds, so such reads are retried. A real error is not retried, and a
+    race that outlasts the retries still ends as a StoreError."""
+    from chromadb.api.models.Collection import Collection
+    from chromadb.errors import InternalError
+
+    ix = backend.index()
+    ix.ensure_collection(bank_id, "emb", 8)
+    v = _vectors(5)
+    metas = [VectorMeta(network=Network.WORLD, start=_day(i)) for i in range(5)]
+    ix.upsert(bank_id, [f"m{i}" for i in range(5)], v, metas)
+    calls = {"count": 0, "query": 0}
+
+    def racing(name: str, real: Any, failures: int) -> Any:
+        def call(self: Collection, *args: Any, **kwargs: Any) -> Any:
+            calls[name] += 1
+            if calls[name] <= failures:
+                raise InternalError(SEGMENT_RACE)
+            return real(self, *args, **kwargs)
+
+        return call
+
+    monkeypatch.setattr(Collection, "count", racing("count", Collection.count, 2))
+    monkeypatch.setattr(Collection, "query", racing("query", Collection.query, 2))
+    assert ix.count(bank_id) == 5 and calls["count"] == 3
+    assert ix.query(bank_id, v[2], 1)[0][0] == "m2"  # the server's query, or the embedded exact copy
+    assert ix.query_many(bank_id, v[:2], 1)[1][0][0] == "m1"
+
+    def broken(self: Collection, *args: Any, **kwargs: Any) -> Any:
+        calls["count"] += 1
+        raise InternalError("Error executing plan: collection is corrupt")
+
+    calls["count"] = 0
+    monkeypatch.setattr(Collection, "count", broken)
+    with pytest.raises(StoreError, match="corrupt"):
+        ix.count(bank_id)
+    assert calls["count"] == 1  # not retried
+
+    calls["count"] = 0
+    monkeypatch.setattr(Collection, "count", racing("count", Collection.count, 100))
+    with pytest.raises(StoreError, match="Nothing found on disk"):
+        ix.count(bank_id)
+    assert calls["count"] == 5
 
 
 def test_upsert_query_get_delete(backend: Backend, bank_id: str) -> None:
