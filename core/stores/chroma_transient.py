@@ -1,12 +1,13 @@
 """Retries for Chroma reads that fail while the server swaps an HNSW segment.
 
-Chroma's single-node server (1.x) compacts a collection's write log into HNSW segment files in the background. A
-query or get that lands while a segment is being replaced can fail with ``InternalError: Error executing plan:
-Internal error: Error creating hnsw segment reader: Nothing found on disk`` (seen here with three processes
-retaining into one bank at once; also reported upstream, chroma-core/chroma#4212). The same read a moment later
-succeeds, so reads that fail this way are retried a few times with a short backoff; any other error, and a
-transient one that outlasts the retries, is raised as before. Writes are not retried here: they go to the log,
-not the segment reader, and retrying a write that may have landed is the caller's decision.
+Chroma's single-node server (1.x) compacts a collection's write log into HNSW segment files in the background.
+A query or get that lands while a segment is being replaced can fail with ``InternalError: Error executing
+plan: Internal error: Error creating hnsw segment reader: Nothing found on disk`` (seen here with three
+processes retaining into one bank at once; the same message is reported upstream, chroma-core/chroma#4212).
+The same read a moment later succeeds, so reads that fail this way are retried a few times with a short
+backoff; any other error, and a transient one that outlasts the retries, is raised as before. Writes are not
+retried here: they go to the log, not the segment reader, and retrying a write that may have landed is the
+caller's decision.
 """
 
 from __future__ import annotations
@@ -42,11 +43,6 @@ class RetryingReads:
         self._collection = collection
         self._attempts = max(1, attempts)
         self._first_wait_s = first_wait_s
-
-    @property
-    def wrapped(self) -> Any:
-        """The collection itself."""
-        return self._collection
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._collection, name)
