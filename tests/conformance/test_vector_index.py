@@ -100,9 +100,9 @@ SEGMENT_RACE = "Error executing plan: Internal error: Error creating hnsw segmen
 def test_a_read_that_races_a_segment_swap_is_retried(
     backend: Backend, bank_id: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The Chroma server can fail a read while it swaps an HNSW segment (seen with three processes retaining into
-    one bank); the same read a moment later succeeds, so such reads are retried. A real error is not retried, and a
-    race that outlasts the retries still ends as a StoreError."""
+    """The Chroma server can fail a read with "Nothing found on disk" while it swaps an HNSW segment (seen once with
+    three processes retaining into one bank): such reads are retried. A damaged segment's error is not retried, and
+    a race that outlasts the retries still ends as a StoreError."""
     from chromadb.api.models.Collection import Collection
     from chromadb.errors import InternalError
 
@@ -130,13 +130,13 @@ def test_a_read_that_races_a_segment_swap_is_retried(
 
     def broken(self: Collection, *args: Any, **kwargs: Any) -> Any:
         calls["count"] += 1
-        raise InternalError("Error executing plan: collection is corrupt")
+        raise InternalError("Error executing plan: Error creating hnsw segment reader: Error loading hnsw index")
 
     calls["count"] = 0
     monkeypatch.setattr(Collection, "count", broken)
-    with pytest.raises(StoreError, match="corrupt"):
+    with pytest.raises(StoreError, match="Error loading hnsw index"):
         ix.count(bank_id)
-    assert calls["count"] == 1  # not retried
+    assert calls["count"] == 1  # a damaged segment: not retried
 
     calls["count"] = 0
     monkeypatch.setattr(Collection, "count", racing("count", Collection.count, 100))
