@@ -437,6 +437,35 @@ def test_every_page_loads_without_console_errors(served: Served, driver: Any, br
     assert _errors(driver) == []
 
 
+def test_documents_and_jobs_pages_list_and_filter_by_status(served: Served, driver: Any,
+                                                            browser_bank: ExplorerBank) -> None:
+    """The two status-filtered lists: every row, the filter narrowing them, and the message when nothing matches."""
+
+    def rows(table: str) -> list[str]:
+        return driver.execute_script(
+            f"return [...document.querySelectorAll('table.{table} tbody tr')].map((r) => r.dataset.id)")
+
+    _open(driver, served.url + "/" + _hash(BANK, "documents"))
+    assert driver.find_element("css selector", "h1").text == "Documents"
+    assert {"chat-1", browser_bank.failed_document} <= set(rows("documents"))
+    assert len(driver.find_elements("css selector", ".pager")) == 2
+    _open(driver, served.url + "/" + _hash(BANK, "documents", "status=failed"))
+    assert rows("documents") == [browser_bank.failed_document]
+    assert driver.find_element("css selector", ".segmented .seg.active").text == "failed"
+    _open(driver, served.url + "/" + _hash(BANK, "documents", "status=extracting"))
+    assert driver.find_element("css selector", "p.empty").text == "No extracting documents."
+
+    _open(driver, served.url + "/" + _hash(BANK, "jobs"))
+    assert driver.find_element("css selector", "h1").text == "Background jobs"
+    assert browser_bank.failed_job in rows("jobs")
+    _open(driver, served.url + "/" + _hash(BANK, "jobs", "status=failed"))
+    assert rows("jobs") == [browser_bank.failed_job]
+    assert "did not answer" in driver.find_element("css selector", "table.jobs .error-text").text
+    _open(driver, served.url + "/" + _hash(BANK, "jobs", "status=running"))
+    assert driver.find_element("css selector", "p.empty").text == "No running jobs."
+    assert _errors(driver) == []
+
+
 def test_graph_renders_and_shows_an_observation(served: Served, driver: Any, browser_bank: ExplorerBank) -> None:
     _open(driver, served.url + "/" + _hash(BANK, "graph"))
     nodes = int(driver.find_element("id", "graph").get_attribute("data-nodes"))

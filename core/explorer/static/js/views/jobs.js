@@ -1,26 +1,17 @@
 // Background jobs (observations, opinion updates, deferred retains, scheduled reflects): status, attempts, errors.
-import * as api from '../api.js';
-import { fmtDate, h, json, pager, paramsObject, route, statusBadge } from '../dom.js';
+import { fmtDate, h, json, statusBadge } from '../dom.js';
+import { statusList } from './status_list.js';
 
 const STATUSES = ['queued', 'running', 'done', 'failed'];
 
 export async function render(ctx) {
-  const { bank, params, root } = ctx;
-  const current = paramsObject(params);
-  const status = params.get('status') || '';
-  const limit = Number(params.get('limit')) || 50;
-  const offset = Number(params.get('offset')) || 0;
-  root.append(h('h1', {}, 'Background jobs'));
-  root.append(h('div', { class: 'segmented' }, ['', ...STATUSES].map((s) => h('a', {
-    class: `seg${s === status ? ' active' : ''}`, href: route(bank, 'jobs', { ...current, status: s, offset: 0 }),
-  }, s || 'all'))));
-  const page = await api.get('jobs', { bank, status, limit, offset });
-  const go = (o, l) => ctx.go('jobs', { ...current, offset: o, limit: l });
-  if (!page.items.length) {
-    root.append(h('p', { class: 'muted empty' }, status ? `No ${status} jobs.` : 'No background jobs.'));
-    return;
-  }
-  root.append(pager(page, go), h('table', { class: 'grid jobs' },
+  const { root } = ctx;
+  const list = await statusList(ctx, {
+    view: 'jobs', title: 'Background jobs', statuses: STATUSES, noun: 'jobs', emptyAll: 'No background jobs.',
+  });
+  if (!list) return;
+  const { page } = list;
+  root.append(list.pager(), h('table', { class: 'grid jobs' },
     h('thead', {}, h('tr', {}, h('th', {}, 'Created (UTC)'), h('th', {}, 'Kind'), h('th', {}, 'Status'), h('th', { class: 'num' }, 'Attempts'),
       h('th', {}, 'Run after (UTC)'), h('th', {}, 'Error'), h('th', {}, 'Payload'))),
     h('tbody', {}, page.items.map((j) => h('tr', { dataset: { id: j.id } },
@@ -31,5 +22,5 @@ export async function render(ctx) {
       h('td', { class: 'nowrap' }, fmtDate(j.run_after)),
       h('td', { class: 'text' }, j.error ? h('pre', { class: 'error-text' }, j.error) : h('span', { class: 'muted' }, '–')),
       h('td', {}, h('details', {}, h('summary', {}, 'show'), json(j.payload))))))),
-  pager(page, go));
+  list.pager());
 }
