@@ -44,6 +44,9 @@ class RetryingReads:
         self._first_wait_s = first_wait_s
 
     def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "_collection":
+            # Not the collection's: also keeps a half-built copy (copy/pickle skip __init__) from recursing here.
+            raise AttributeError(name)
         attr = getattr(self._collection, name)
         if name not in READS:
             return attr
@@ -62,7 +65,8 @@ class RetryingReads:
             except Exception as exc:
                 if attempt >= self._attempts or not is_transient(exc):
                     raise
-                log.info("Chroma read %s raced a segment swap (attempt %d of %d), retrying in %.2f s: %s",
+                log.info("Chroma read %s failed with the segment-swap error (attempt %d of %d), retrying in "
+                         "%.2f s: %s",
                          getattr(fn, "__name__", "?"), attempt, self._attempts, wait, exc)
                 time.sleep(wait)
                 wait *= 2
