@@ -105,29 +105,44 @@ def test_concurrent_first_use_loads_a_bank_once() -> None:
     assert cache.get("b", lambda: 1, load) is got[0] and len(loads) == 1
 
 
+def _held_bank(path: Path, n: int, seed: int) -> tuple[Any, list[str], np.ndarray]:
+    """An embedded index at ``path`` whose bank "b" holds the first half of ``n`` unit vectors, held in memory."""
+    from hindsight_core.stores.base import VectorMeta
+    from hindsight_core.stores.chroma import ChromaVectorIndex
+
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((n, 32)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    ids = [f"u{i:02d}" for i in range(n)]
+    index = ChromaVectorIndex.persistent(path)
+    index.ensure_collection("b", "test-embedder", 32)
+    index.upsert("b", ids[: n // 2], vectors[: n // 2], [VectorMeta() for _ in range(n // 2)])
+    assert index.query("b", vectors[0], 1)[0][0] == "u00"  # the bank is now held in memory
+    return index, ids, vectors
+
+
+def _reopened(path: Path) -> Any:
+    from hindsight_core.stores.chroma import ChromaVectorIndex
+
+    index = ChromaVectorIndex.persistent(path)
+    index.ensure_collection("b", "test-embedder", 32)
+    return index
+
+
 def test_the_in_memory_copy_holds_what_the_index_stored(tmp_path: Path) -> None:
     """A cosine collection normalises each vector it stores, which moves the last bit of some floats. After a
     write to a bank held in memory, the copy must hold what a reopened index will load, not the vectors given:
     else scores (and near ties) differ between a long-running process and the same store reopened."""
     from hindsight_core.stores.base import VectorMeta
-    from hindsight_core.stores.chroma import ChromaVectorIndex
 
-    rng = np.random.default_rng(7)
-    vectors = rng.standard_normal((60, 32)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [f"u{i:02d}" for i in range(60)]
-    index = ChromaVectorIndex.persistent(tmp_path / "v")
-    index.ensure_collection("b", "test-embedder", 32)
-    index.upsert("b", ids[:30], vectors[:30], [VectorMeta() for _ in range(30)])
-    assert index.query("b", vectors[0], 1)[0][0] == "u00"  # the bank is now held in memory
+    index, ids, vectors = _held_bank(tmp_path / "v", 60, seed=7)
     index.upsert("b", ids[30:], vectors[30:], [VectorMeta() for _ in range(30)])
     index.upsert("b", ids[:5], vectors[:5], [VectorMeta() for _ in range(5)])  # rewritten, as a reindex does
     held = index.get_embeddings("b", ids)
-    query = rng.standard_normal(32).astype(np.float32)
+    query = np.random.default_rng(8).standard_normal(32).astype(np.float32)
     before = index.query("b", query, 60)
     index.close()
-    reopened = ChromaVectorIndex.persistent(tmp_path / "v")
-    reopened.ensure_collection("b", "test-embedder", 32)
+    reopened = _reopened(tmp_path / "v")
     loaded = reopened.get_embeddings("b", ids)
     assert held.keys() == loaded.keys() and all(np.array_equal(held[i], loaded[i]) for i in ids)
     assert reopened.query("b", query, 60) == before  # the same scores to the bit, not just the same order
@@ -138,7 +153,6 @@ def test_a_failed_read_back_keeps_the_write_and_reloads_the_copy(tmp_path: Path)
     """The write has landed when the copy reads it back: if that read fails, the write is not reported as failed,
     and the copy is reloaded from the index (what a reopen would load), not left holding the vectors given."""
     from hindsight_core.stores.base import VectorMeta
-    from hindsight_core.stores.chroma import ChromaVectorIndex
 
     class FailingGet:
         def __init__(self, col: Any) -> None:
@@ -150,14 +164,7 @@ def test_a_failed_read_back_keeps_the_write_and_reloads_the_copy(tmp_path: Path)
                 raise ConnectionError("read failed")
             return getattr(self.col, name)
 
-    rng = np.random.default_rng(3)
-    vectors = rng.standard_normal((40, 32)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    ids = [f"u{i:02d}" for i in range(40)]
-    index = ChromaVectorIndex.persistent(tmp_path / "v")
-    index.ensure_collection("b", "test-embedder", 32)
-    index.upsert("b", ids[:20], vectors[:20], [VectorMeta() for _ in range(20)])
-    assert index.query("b", vectors[0], 1)[0][0] == "u00"  # held in memory
+    index, ids, vectors = _held_bank(tmp_path / "v", 40, seed=3)
     real = index._collections["b"]
     raise_once = [True]
     index._collections["b"] = FailingGet(real)
@@ -166,8 +173,7 @@ def test_a_failed_read_back_keeps_the_write_and_reloads_the_copy(tmp_path: Path)
     index._collections["b"] = real
     held = index.get_embeddings("b", ids)
     index.close()
-    reopened = ChromaVectorIndex.persistent(tmp_path / "v")
-    reopened.ensure_collection("b", "test-embedder", 32)
+    reopened = _reopened(tmp_path / "v")
     loaded = reopened.get_embeddings("b", ids)
     assert held.keys() == loaded.keys() == set(ids) and all(np.array_equal(held[i], loaded[i]) for i in ids)
     reopened.close()
