@@ -108,18 +108,23 @@ class Bank:
         document_metadata: dict[str, Any] | None = None,
         defer: bool = False,
     ) -> RetainResult:
-        """Store ``content`` (text, a message dict, or a list of messages) and extract memories from it.
+        """Store ``content`` (text, a message dict, or a list of messages) as memories, raw first, facts later.
 
         Messages are dicts ``{"speaker"|"role", "text"|"content", "id"?, "timestamp"?}``; message ids
         become each memory's ``sources``. ``timestamp`` is when the content was said or written (default
-        now). ``extract=False`` stores messages as memories without any LLM call. Re-retaining a
-        ``document_id`` replaces what it produced before. The raw document is stored first and kept even
-        when extraction fails (``ExtractionError.document_id``). ``background`` (default: same as
-        ``extract``) queues the LLM background work: entity observations and opinion reinforcement; raw
-        ingest with ``extract=False`` makes no model call unless asked to. ``metadata`` is copied onto every
-        memory; ``document_metadata`` is kept with the raw document only (``Bank.document(id).metadata``).
-        ``defer=True`` returns as soon as the raw document is durably stored: extraction runs as a background
-        job (result: ``queued=True``, ``job_id``, no memories yet; ``wait_idle`` waits for it).
+        now). Every message becomes a memory at once (entities, dates from its words, embedding, links) and the
+        call returns when both stores hold them, without waiting for any model. With ``extract=True`` (the
+        default) a durable job then asks the LLM for narrative facts and adds them beside the messages, each
+        citing the message memories it came from (``Memory.cites``; ``result.job_id`` is that job, ``wait_idle``
+        waits for it); nothing raw is replaced, and recall packs a fact and its messages so that they do not
+        spend the budget twice. ``extract=False`` makes no model call at all. Re-retaining a ``document_id``
+        replaces what it produced before, facts included; ``forget(document_id=...)`` removes both. The raw
+        document is stored first and kept even when storing its memories fails (``ExtractionError.document_id``).
+        ``background`` (default: same as ``extract``) queues the LLM background work after the facts (entity
+        observations and opinion reinforcement; after the messages with ``extract=False``). ``metadata`` is
+        copied onto every memory; ``document_metadata`` is kept with the raw document only
+        (``Bank.document(id).metadata``). ``defer=True`` returns as soon as the raw document is durably stored:
+        even the raw memories come from a background job (result: ``queued=True``, ``job_id``, no memories yet).
         """
         if defer:
             return self._engine.jobs.queue_retain(

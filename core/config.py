@@ -90,6 +90,13 @@ class RecallSettings(BaseModel):
                              "context_after memories (0: no neighbouring context)"
     )
 
+    # A fact the LLM wrote and the raw messages it cites hold the same evidence: a memory whose evidence (a fact's
+    # cited messages, a message itself) a higher-ranked memory already showed is packed after every memory that
+    # adds new evidence, so the budget is not spent twice on it (docs/BENCHMARKS.md, "Raw first, facts later").
+    distinct_evidence: bool = Field(
+        True, description="pack memories whose evidence a higher-ranked memory already showed after the others"
+    )
+
     def weights_for(self, embedder_name: str) -> dict[str, float]:
         """The fusion weights for a bank built with ``embedder_name``: ``channel_weights``, with the semantic
         channel's taken from ``SEMANTIC_WEIGHTS`` unless ``channel_weights`` names it."""

@@ -18,6 +18,7 @@ from .config import Settings
 from .embedding import Embedder
 from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
+from .fact_job import FactJob
 from .forget import ForgetPipeline
 from .jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
 from .llm.base import LLM
@@ -26,7 +27,7 @@ from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
 from .reflect import ReflectPipeline
 from .reinforce import OpinionReinforcer
-from .retain import RetainPipeline
+from .retain import FACTS, RetainPipeline
 from .stores.base import GraphStore, VectorIndex
 from .vector_sync import VectorSync
 from .worker import Handler, Worker
@@ -64,6 +65,7 @@ class Engine:
     reflector: ReflectPipeline
     forgetter: ForgetPipeline
     jobs: JobScheduler
+    facts: FactJob
     observations: ObservationWriter
     reinforcer: OpinionReinforcer
     worker: Worker
@@ -96,11 +98,13 @@ def wire(
     reflector = ReflectPipeline(store, recaller, retainer.store_facts, llm)
     jobs = JobScheduler(store, retainer, reflector, notify)
     retainer.on_retained = jobs.queue_follow_ups
+    retainer.notify = notify
+    facts = FactJob(store, retainer, jobs.queue_follow_ups)
     observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts)
     reinforcer = OpinionReinforcer(store, index, vectors.reindex, llm, settings.cara, owner)
-    handlers: dict[str, Handler] = {RETAIN: jobs.run_retain, REFLECT: jobs.run_reflect, OBSERVATIONS: observations.run,
-                OPINIONS: reinforcer.run}
+    handlers: dict[str, Handler] = {RETAIN: jobs.run_retain, FACTS: facts.run, REFLECT: jobs.run_reflect,
+                                    OBSERVATIONS: observations.run, OPINIONS: reinforcer.run}
     worker = Worker(store, handlers, owner=owner)
     return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,
                   retainer=retainer, recaller=recaller, reflector=reflector, forgetter=ForgetPipeline(store, vectors),
-                  jobs=jobs, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm)
+                  jobs=jobs, facts=facts, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm)

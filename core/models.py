@@ -123,6 +123,10 @@ class Message(BaseModel):
         return as_utc(value) if value is not None else None
 
 
+FACT_CITES_KEY = "fact_of"
+"""Metadata key of an LLM fact: the ids of the raw message memories it cites (``Memory.cites``)."""
+
+
 class Memory(BaseModel):
     """A memory unit: one narrative fact (or one raw message) in one network of one bank."""
 
@@ -140,6 +144,13 @@ class Memory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
     score: float | None = Field(None, description="fused recall score, set on recall results only")
+
+    @property
+    def cites(self) -> list[str] | None:
+        """For a fact the LLM wrote beside the raw messages (``retain(extract=True)``): the ids of the raw message
+        memories it cites; None for every other memory (a raw message, an opinion, an observation)."""
+        value = self.metadata.get(FACT_CITES_KEY)
+        return [str(v) for v in value] if isinstance(value, list) else None
 
     def provenance(self) -> dict[str, Any]:
         """Flat, JSON-friendly fields for framework documents and nodes: id, network, occurred_start/end and
@@ -301,8 +312,11 @@ class RetainResult(BaseModel):
     links: int = 0
     warnings: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
-    queued: bool = Field(default=False, description="extraction was deferred to a background job (no memories yet)")
-    job_id: str | None = Field(default=None, description="the background job that will extract, when queued")
+    queued: bool = Field(default=False, description="the whole retain was deferred to a background job (defer=True: "
+                                                    "no memories yet)")
+    job_id: str | None = Field(default=None, description="the background job still to run for this document: with "
+                                                         "defer=True the whole retain, else (extract=True) the LLM "
+                                                         "facts added beside the raw messages")
 
     @property
     def memory_ids(self) -> list[str]:
@@ -329,6 +343,11 @@ class TraceItem(BaseModel):
     selected: bool = False
     context_of: str | None = Field(None, description="the hit this memory was packed beside, as the memory just "
                                                      "before or after it in its document")
+    cites: list[str] | None = Field(None, description="for an LLM fact, the raw message memories it cites (None: "
+                                                      "not a fact, or never loaded)")
+    covered_by: str | None = Field(None, description="the higher-ranked memory that already showed this one's "
+                                                     "evidence, so it was packed after every memory that adds new "
+                                                     "evidence")
 
 
 class RecallTrace(BaseModel):

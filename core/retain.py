@@ -1,11 +1,14 @@
-"""Retain pipeline: store document -> extract -> resolve entities -> embed -> link -> commit (paper 4.1).
+"""Retain pipeline, raw first and facts later: store document -> raw units -> commit -> (job) LLM facts added.
 
-The raw document is committed first, so a failing model loses nothing: the document stays in the graph
-store with status ``failed`` and its error, and can be extracted again; a process that dies mid-retain
-leaves it ``extracting`` under its lease, and the next process to open the store resumes it. A retain
-returns only after both stores hold the new units. The commit order makes every crash point safe: the new
-vectors are written first (marked in the graph store, so a crash leaves no untracked vector), then one graph
-transaction swaps the document's old units for the new ones, then the old vectors are removed.
+The raw document is committed first, so nothing is lost whatever fails later. Every message then becomes a
+raw unit at once (entities by NER, time from the text, embedding, links), committed to both stores, and the
+call returns. With ``extract=True`` the same graph transaction queues a durable job (``fact_job``) that asks
+the LLM for narrative facts and *adds* them beside the raw units, each citing the raw units it came from
+(``Memory.cites``); nothing raw is replaced or hidden. A process that dies mid-retain leaves the document
+``extracting`` under its lease, and the next process to open the store resumes it. A retain returns only
+after both stores hold the new units. The commit order makes every crash point safe: the new vectors are
+written first (marked in the graph store, so a crash leaves no untracked vector), then one graph transaction
+swaps the document's old units for the new ones (and queues the facts job), then the old vectors are removed.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -27,13 +30,27 @@ from .errors import ConflictError, EmptyExtractionError, ExtractionError, Hindsi
 from .extract.base import ExtractedFact, Extractor, ExtractorWithWork
 from .inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
 from .links import build_links
-from .models import Document, DocumentKind, DocumentStatus, Memory, Message, OpinionEvent, RetainResult, utcnow
+from .models import (
+    FACT_CITES_KEY,
+    Document,
+    DocumentKind,
+    DocumentStatus,
+    Job,
+    Memory,
+    Message,
+    OpinionEvent,
+    RetainResult,
+    utcnow,
+)
 from .stores.base import BankStore, DocumentStore, EntityStore, UnitBatch, UnitStore, VectorIndex, VectorMarks
 from .unit_text import embedding_texts, search_contexts, timed_text, vector_metadata
 from .validation import When
 from .vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
+
+FACTS = "facts"
+"""Job kind: the LLM's facts of a document whose raw units are stored (``fact_job.FactJob``)."""
 
 
 class RetainStore(DocumentStore, UnitStore, EntityStore, VectorMarks, BankStore, Protocol):
@@ -79,6 +96,8 @@ class RetainPipeline:
         self._llm_extractor = llm_extractor
         # Called after a retain committed with background work wanted (queues observations, opinions).
         self.on_retained = on_retained
+        # Wakes the worker after a commit queued the facts job.
+        self.notify: Callable[[], None] = lambda: None
         self.resolver = EntityResolver(store, settings.entities)
         self._bank_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -145,20 +164,6 @@ class RetainPipeline:
                 document_id=doc.id,
             )
 
-    def commit(
-        self,
-        doc: Document,
-        facts: list[ExtractedFact],
-        warnings: list[str],
-        metadata: dict[str, Any] | None,
-        timings: dict[str, float],
-        vectors: np.ndarray | None = None,
-    ) -> RetainResult:
-        """Resolve, embed (unless ``vectors`` are given), link and write the facts to both stores; the same
-        graph transaction marks the document done, provided it is still at the revision this retain read
-        (``ConflictError`` otherwise: a newer retain of it owns the document)."""
-        return self.store_facts(doc, facts, warnings, metadata, timings, vectors, revision=doc.revision)
-
     def store_facts(
         self,
         doc: Document,
@@ -169,21 +174,31 @@ class RetainPipeline:
         vectors: np.ndarray | None = None,
         opinion_events: Callable[[list[Memory]], list[OpinionEvent]] | None = None,
         revision: str | None = None,
+        *,
+        jobs: Sequence[Job] = (),
+        cites: Sequence[list[str]] | None = None,
     ) -> RetainResult:
         """Resolve, embed, link and write facts of ``doc`` (stored or not: reflect and background work write
         opinions and observations through here too). Units previously written for ``doc.id`` are replaced in
-        the same graph transaction that adds the new ones. ``opinion_events(units)`` gives history events
-        committed with the units."""
+        the same graph transaction that adds the new ones; with ``cites`` (the raw unit ids each fact cites:
+        the LLM facts added beside a document's raw units) only the document's earlier facts are. ``jobs`` are
+        queued in that transaction; ``opinion_events(units)`` gives history events committed with the units."""
         bank_id = doc.bank_id
         timings = {} if timings is None else timings
         with self._lock(bank_id):
             t = time.perf_counter()
             old = self.store.units_of_document(bank_id, doc.id)
+            if cites is not None:  # facts beside raw units: replace the earlier facts only
+                old = [u.id for u in self.store.get_units(bank_id, old) if u.cites is not None]
             units = [self._unit(bank_id, doc, fact, metadata) for fact in facts]
+            for unit, cited in zip(units, cites or (), strict=False):
+                unit.metadata[FACT_CITES_KEY] = list(cited)
             resolution = self.resolver.resolve(bank_id, facts, [u.id for u in units])
             timings["resolve_ms"] = _ms(t)
 
-            if vectors is None or len(vectors) != len(units):
+            if not units:
+                vectors = np.zeros((0, 0), dtype=np.float32)
+            elif vectors is None or len(vectors) != len(units):
                 t = time.perf_counter()
                 vectors = self.embedder.embed(embedding_texts(units, self.settings.embed_time_reference,
                                                               self.settings.embed_reply_context))
@@ -206,6 +221,7 @@ class RetainPipeline:
                 opinion_events=opinion_events(units) if opinion_events is not None else [],
                 document_id=doc.id,
                 revision=revision,
+                jobs=list(jobs),
             )
             names = self._commit(bank_id, doc.id, batch, vectors)
             # Mentions of an entity another writer created meanwhile name the stored entity.
@@ -262,14 +278,12 @@ class RetainPipeline:
             metadata=meta,
         )
 
-    def extract(
-        self, doc: Document, messages: list[Message], context: str | None, extract: bool
-    ) -> tuple[list[ExtractedFact], np.ndarray | None]:
-        """Facts of the messages and, for raw ingest, their vectors: embedded while NER runs beside it."""
+    def extract(self, doc: Document, messages: list[Message]) -> tuple[list[ExtractedFact], np.ndarray | None]:
+        """The raw units of the messages and their vectors: embedded while NER runs beside it."""
         when = doc.timestamp or utcnow()
-        extractor = self._llm_extractor() if extract else self.raw_extractor
+        extractor = self.raw_extractor
         if not isinstance(extractor, ExtractorWithWork):
-            return extractor.extract(messages, document_time=when, context=context), None
+            return extractor.extract(messages, document_time=when, context=doc.context), None
         with_time, reply = self.settings.embed_time_reference, self.settings.embed_reply_context
         return extractor.extract_alongside(
             messages,
@@ -280,8 +294,39 @@ class RetainPipeline:
                            facts[i - 1].text if reply and i > 0 else None)
                 for i, f in enumerate(facts)
             ]),
-            document_time=when, context=context,
+            document_time=when, context=doc.context,
         )
+
+    def extract_facts(self, doc: Document, messages: list[Message]) -> list[ExtractedFact]:
+        """The LLM's narrative facts of the messages (the facts job calls this; retain never waits for it)."""
+        return self._llm_extractor().extract(messages, document_time=doc.timestamp or utcnow(), context=doc.context)
+
+    def store_raw(
+        self, doc: Document, messages: list[Message], warnings: list[str], metadata: dict[str, Any] | None,
+        extract: bool, background: bool | None,
+    ) -> RetainResult:
+        """Every message as a raw unit, committed at the document's revision; with ``extract`` the facts job is
+        queued in the same transaction. Failures mark the document failed and are raised."""
+        timings: dict[str, float] = {}
+        try:
+            t = time.perf_counter()
+            facts, vectors = self.extract(doc, messages)
+            timings["extract_embed_ms"] = _ms(t)
+            self.check_facts(doc, messages, facts)
+            jobs = [facts_job(doc, background)] if extract else []
+            result = self.store_facts(doc, facts, warnings, metadata, timings, vectors, revision=doc.revision,
+                                      jobs=jobs)
+        except BaseException as exc:
+            self.fail(doc, exc)
+            if isinstance(exc, HindsightError | KeyboardInterrupt):
+                raise
+            raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
+        if jobs:
+            result.job_id = jobs[0].id
+            self.notify()
+        # Background work (observations, opinions) follows the facts when there will be any, else the raw units.
+        self._after(result, bool(background) and not extract)
+        return result
 
     # entry points --------------------------------------------------------------------------------
     def retain(
@@ -297,28 +342,15 @@ class RetainPipeline:
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
-        """Retain synchronously; see ``Bank.retain``."""
-        timings: dict[str, float] = {}
+        """Retain synchronously; see ``Bank.retain``. Returns once the raw units are committed."""
         doc, messages, warnings = self.prepare(
             bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
             document_metadata=document_metadata, options=retain_options(extract, background, metadata),
         )
-        try:
-            t = time.perf_counter()
-            facts, vectors = self.extract(doc, messages, context, extract)
-            timings["extract_ms" if vectors is None else "extract_embed_ms"] = _ms(t)
-            self.check_facts(doc, messages, facts)
-            result = self.commit(doc, facts, warnings, metadata, timings, vectors)
-        except BaseException as exc:
-            self.fail(doc, exc)
-            if isinstance(exc, HindsightError | KeyboardInterrupt):
-                raise
-            raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
-        self._after(result, extract if background is None else background)
-        return result
+        return self.store_raw(doc, messages, warnings, metadata, extract, _background(extract, background))
 
     def retain_stored(self, doc: Document) -> RetainResult | None:
-        """Extract a document as stored (deferred, or resumed after a process died), without storing it again.
+        """Retain a document as stored (deferred, or resumed after a process died), without storing it again.
 
         The document is claimed at the revision read (``extracting`` under this process's lease); if it was
         stored again meanwhile, the newer retain owns it and None is returned. Options come from the
@@ -334,24 +366,19 @@ class RetainPipeline:
             return None
         from .inputs import document_input
 
-        timings: dict[str, float] = {}
         warnings: list[str] = []
         try:
             messages, _ = normalise_messages(document_input(doc), doc.timestamp, warnings,
                                              self.settings.max_document_chars)
-            t = time.perf_counter()
-            facts, vectors = self.extract(doc, messages, doc.context, extract)
-            timings["extract_ms" if vectors is None else "extract_embed_ms"] = _ms(t)
-            self.check_facts(doc, messages, facts)
-            result = self.commit(doc, facts, warnings, options.get("metadata") or None, timings, vectors)
-        except ConflictError:
-            return None
         except BaseException as exc:
             self.fail(doc, exc)
             raise
         background = options.get("background")
-        self._after(result, extract if background is None else bool(background))
-        return result
+        try:
+            return self.store_raw(doc, messages, warnings, options.get("metadata") or None, extract,
+                                  _background(extract, None if background is None else bool(background)))
+        except ConflictError:
+            return None
 
     def _after(self, result: RetainResult, background: bool) -> None:
         if background and self.on_retained is not None:
@@ -370,30 +397,25 @@ class RetainPipeline:
         background: bool | None = None,
         document_metadata: dict[str, Any] | None = None,
     ) -> RetainResult:
-        """Async twin: the LLM call is natively async; storage and embedding run in a worker thread."""
-        timings: dict[str, float] = {}
+        """Async twin: no model is called (the facts come from a job), so storage and embedding run in a
+        worker thread and the event loop is never blocked."""
         doc, messages, warnings = await asyncio.to_thread(
             self.prepare, bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
             document_metadata=document_metadata, options=retain_options(extract, background, metadata),
         )
-        try:
-            t = time.perf_counter()
-            vectors: np.ndarray | None = None
-            if extract:  # the LLM call itself is async
-                extractor = self._llm_extractor()
-                facts = await extractor.aextract(messages, document_time=doc.timestamp or utcnow(), context=context)
-            else:
-                facts, vectors = await asyncio.to_thread(self.extract, doc, messages, context, extract)
-            timings["extract_ms" if vectors is None else "extract_embed_ms"] = _ms(t)
-            self.check_facts(doc, messages, facts)
-            result = await asyncio.to_thread(self.commit, doc, facts, warnings, metadata, timings, vectors)
-        except BaseException as exc:
-            await asyncio.to_thread(self.fail, doc, exc)
-            if isinstance(exc, HindsightError | KeyboardInterrupt | asyncio.CancelledError):
-                raise
-            raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
-        await asyncio.to_thread(self._after, result, extract if background is None else background)
-        return result
+        return await asyncio.to_thread(self.store_raw, doc, messages, warnings, metadata, extract,
+                                       _background(extract, background))
+
+
+def facts_job(doc: Document, background: bool | None) -> Job:
+    """The job that adds the LLM's facts of ``doc`` at its current revision (then its background work)."""
+    return Job(id=str(uuid.uuid4()), bank_id=doc.bank_id, kind=FACTS,
+               payload={"document_id": doc.id, "revision": doc.revision, "background": bool(background)})
+
+
+def _background(extract: bool, background: bool | None) -> bool:
+    """Background work (observations, opinions) defaults to on with the LLM and off for raw ingest."""
+    return extract if background is None else background
 
 
 def retain_options(extract: bool, background: bool | None, metadata: dict[str, Any] | None) -> dict[str, Any]:

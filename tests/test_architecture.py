@@ -193,17 +193,24 @@ def test_open_takes_any_extractor(tmp_path: Path) -> None:
         bank = hs.bank("b")
         result = bank.retain([{"speaker": "Ann", "text": "I moved to Lisbon with Pepper.", "id": "m1"}],
                              background=False)
-        assert extractor.calls == 1
-        assert [m.text for m in result.memories] == ["Ann said: I moved to Lisbon with Pepper."]
-        assert set(result.entities) == {"Lisbon", "Pepper"} and result.memories[0].sources == ["m1"]
-        assert bank.recall("Where did Ann move?").memories[0].id == result.memories[0].id
+        assert extractor.calls == 0  # the raw message is stored first; the extractor runs in the facts job
+        assert [m.text for m in result.memories] == ["Ann: I moved to Lisbon with Pepper."]
+        assert hs.worker.run_once() and extractor.calls == 1
+        facts = [m for m in bank.memories(hs.store.units_of_document("b", result.document_id)) if m.cites is not None]
+        assert [m.text for m in facts] == ["Ann said: I moved to Lisbon with Pepper."]
+        assert {"Lisbon", "Pepper"} <= set(facts[0].entities) and facts[0].sources == ["m1"]
+        assert facts[0].cites == [result.memories[0].id]
+        assert bank.recall("Where did Ann move?", max_memories=1).memories[0].id in {facts[0].id, *facts[0].cites}
 
 
 async def test_open_takes_any_extractor_async(tmp_path: Path) -> None:
     extractor = KeywordExtractor()
     with Hindsight.open(tmp_path / "m", extractor=extractor, llm=NoLLM(), start_worker=False) as hs:
         result = await hs.bank("b").aretain("Bo adopted a cat named Miso.", background=False)
-        assert extractor.calls == 1 and "Miso" in result.entities
+        assert extractor.calls == 0 and result.job_id
+        assert hs.worker.run_once() and extractor.calls == 1
+        units = hs.bank("b").memories(hs.store.units_of_document("b", result.document_id))
+        assert any(m.cites is not None and "Miso" in m.entities for m in units)
 
 
 def test_every_type_ignore_says_why() -> None:

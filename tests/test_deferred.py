@@ -40,17 +40,20 @@ def test_deferred_retain_stores_raw_document_first_then_the_worker_extracts(tmp_
         assert [j.status for j in bank.jobs()] == [JobStatus.DONE]
 
 
-def test_deferred_retain_failure_is_retried_then_recorded_not_lost(tmp_path: Path) -> None:
+def test_deferred_retain_with_a_failing_model_keeps_the_raw_text_and_records_the_facts_failure(tmp_path: Path) -> None:
     llm = ScriptedLLM([RuntimeError("model down")] * 10)
     with Hindsight.open(tmp_path / "m", llm=llm) as hs:
         hs.worker.backoff_s = 0.01
         bank = hs.bank("b")
         result = bank.retain("Ana ran a marathon in Porto.", document_id="d1", defer=True)
         assert bank.wait_idle(60)
-        job = next(j for j in bank.jobs() if j.id == result.job_id)
-        assert job.status == JobStatus.FAILED and "model down" in (job.error or "")
+        jobs = {j.kind: j for j in bank.jobs()}
+        assert jobs["retain"].id == result.job_id and jobs["retain"].status == JobStatus.DONE
+        assert jobs["facts"].status == JobStatus.FAILED and "model down" in (jobs["facts"].error or "")
+        assert len(llm.calls) == 4  # tried, then retried with backoff, then recorded
         doc = bank.document("d1")
-        assert doc.status == DocumentStatus.FAILED and doc.content == "Ana ran a marathon in Porto."
+        assert doc.status == DocumentStatus.DONE and doc.content == "Ana ran a marathon in Porto."
+        assert [m.text for m in bank.recall("Where did Ana run a marathon?").memories] == [doc.content]
 
 
 async def test_async_deferred_retain(tmp_path: Path) -> None:

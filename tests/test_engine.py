@@ -20,7 +20,7 @@ from hindsight_core import (
 )
 from hindsight_core.config import RecallSettings, Settings
 from hindsight_core.embedding import SentenceTransformerEmbedder
-from hindsight_core.models import DocumentStatus
+from hindsight_core.models import DocumentStatus, JobStatus
 from hindsight_core.stores.base import VectorMeta
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.sqlite import SQLiteGraphStore
@@ -284,9 +284,7 @@ def test_embedder_mismatch_is_a_clear_error(tmp_path: Path) -> None:
         Hindsight.open(path, embedder=Other())
 
 
-def test_raw_document_is_kept_when_extraction_fails(tmp_path: Path) -> None:
-    from hindsight_core.errors import ExtractionError
-
+def test_a_failing_model_loses_nothing_the_raw_messages_are_memories_at_once(tmp_path: Path) -> None:
     class BrokenLLM:
         name = "broken"
 
@@ -297,16 +295,17 @@ def test_raw_document_is_kept_when_extraction_fails(tmp_path: Path) -> None:
             raise RuntimeError("model exploded")
 
     with Hindsight.open(tmp_path / "memory", llm=BrokenLLM()) as hs:
+        hs.worker.backoff_s = 0.01
         bank = hs.bank("b")
-        with pytest.raises(ExtractionError) as info:
-            bank.retain([{"speaker": "Ann", "text": "I adopted a cat named Miso.", "id": "m1"}])
-        doc = bank.document(info.value.document_id or "")
-        assert doc.status == DocumentStatus.FAILED and "Miso" in doc.content and doc.error
-        assert bank.stats()["units"] == 0
-        # The kept document can be processed again without an LLM.
-        again = bank.reprocess(doc.id, extract=False)
-        assert again.memories[0].sources == ["m1"]
-        assert bank.document(doc.id).status == DocumentStatus.DONE
+        result = bank.retain([{"speaker": "Ann", "text": "I adopted a cat named Miso.", "id": "m1"}])
+        assert [m.sources for m in result.memories] == [["m1"]] and result.job_id
+        assert bank.wait_idle(60)
+        job = next(j for j in bank.jobs() if j.id == result.job_id)
+        assert job.kind == "facts" and job.status == JobStatus.FAILED and "model exploded" in (job.error or "")
+        doc = bank.document(result.document_id)
+        assert doc.status == DocumentStatus.DONE and "Miso" in doc.content
+        assert bank.stats()["units"] == 1
+        assert [m.sources for m in bank.recall("What is Ann's cat called?").memories] == [["m1"]]
 
 
 def test_sqlite_store_uses_wal_and_fts5(hs: Hindsight) -> None:

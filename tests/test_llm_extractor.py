@@ -12,7 +12,7 @@ import pytest
 
 from hindsight_core.errors import EmptyExtractionError, ExtractionError, InvalidInputError
 from hindsight_core.extract.base import Extractor
-from hindsight_core.extract.llm_extractor import LLMExtractor
+from hindsight_core.extract.llm_extractor import LLMExtractor as _LLMExtractor
 from hindsight_core.models import EntityType, LinkType, Message, Network
 
 try:  # tests/ may or may not become a package; both layouts work
@@ -21,6 +21,12 @@ except ImportError:  # pragma: no cover
     from scripted_llm import ScriptedLLM
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)  # a Monday
+
+
+def LLMExtractor(llm: Any, **kwargs: Any) -> _LLMExtractor:
+    """The extractor with the full schema (every field from the model): what these tests exercise. The lean
+    default is tested in ``test_llm_extractor_lean.py``."""
+    return _LLMExtractor(llm, **{"lean": False, **kwargs})
 
 
 def _msgs(n: int = 4, *, prefix: str = "D1") -> list[Message]:
@@ -137,8 +143,9 @@ def test_prompt_shows_lines_with_ids_times_speakers_reference_and_context() -> N
     llm = ScriptedLLM([GOOD])
     LLMExtractor(llm).extract(_msgs(), document_time=T0, context="Chat between two friends")
     (call,) = llm.calls
-    assert "[D1:1] (2023-05-08 13:56) Caroline: Hey Mel! I went to a LGBTQ support group" in call.user
-    assert "Reference time: 2023-05-08 13:56 UTC (Monday)" in call.user
+    # Said at the reference time: the line does not repeat it (the prompt states it once).
+    assert "[D1:1] Caroline: Hey Mel! I went to a LGBTQ support group" in call.user
+    assert "when the messages were said unless a line shows its own: 2023-05-08 13:56 UTC (Monday)" in call.user
     assert "Context: Chat between two friends" in call.user
     assert "src" in call.system and "YYYY-MM-DD" in call.system
     assert call.temperature == 0.0
@@ -563,7 +570,7 @@ def test_messages_without_ids_get_positional_labels_and_no_sources() -> None:
     ]
     llm = ScriptedLLM([_answer(_fact("The user moved to Lisbon in March 2023.", ["m1"], start="2023-03"))])
     (fact,) = LLMExtractor(llm).extract(msgs, document_time=T0)
-    assert "[m1] (2023-05-08 13:56) user: I moved to Lisbon in March." in llm.calls[0].user
+    assert "[m1] user: I moved to Lisbon in March." in llm.calls[0].user
     assert fact.sources == []
     assert fact.participants == ["user"]
     assert fact.entities == []  # role names are not entities

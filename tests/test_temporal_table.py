@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import Any
 
 import pytest
 
 from hindsight_core.extract.dates import occurrence, parse_model_date
-from hindsight_core.extract.llm_extractor import LLMExtractor
+from hindsight_core.extract.llm_extractor import LLMExtractor as _LLMExtractor
 from hindsight_core.extract.ner import EntityRecognizer
 from hindsight_core.extract.raw_extractor import RawExtractor
 from hindsight_core.models import Message
@@ -35,6 +36,12 @@ WED = datetime(2023, 5, 10, 13, 56, tzinfo=UTC)  # Wednesday 10 May 2023, the re
 SUN = datetime(2023, 5, 14, 18, 0, tzinfo=UTC)  # Sunday 14 May 2023
 AUG = datetime(2023, 8, 20, 10, 0, tzinfo=UTC)  # a question asked after the summer
 D = date
+
+
+def LLMExtractor(llm: Any, **kwargs: Any) -> _LLMExtractor:
+    """The extractor with the full schema (every field from the model): what these tests exercise. The lean
+    default is tested in ``test_llm_extractor_lean.py``."""
+    return _LLMExtractor(llm, **{"lean": False, **kwargs})
 
 
 @dataclass(frozen=True)

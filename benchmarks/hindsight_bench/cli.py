@@ -190,15 +190,20 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--session", type=positive_int, default=1, help="session number (default 1)")
     p.set_defaults(func=cmd_llm_retain)
 
-    p = sub.add_parser("llm-vs-raw", parents=[common], help="LLM-extracted facts against raw turns, same questions",
-                       description="Retains the first sessions of LoCoMo conversations raw and with the LLM "
-                                   "extractor (the local model unless HINDSIGHT_LLM_BASE_URL names one) and scores "
-                                   "evidence recall on the questions whose evidence lies in those sessions, with "
-                                   "the extraction's time, tokens, facts and the reasons for every miss.")
+    p = sub.add_parser("llm-vs-raw", parents=[common], help="raw turns, LLM facts and raw + facts, same questions",
+                       description="Retains the first sessions of LoCoMo conversations raw, by default (raw first, "
+                                   "then the LLM's facts beside them; the local model unless HINDSIGHT_LLM_BASE_URL "
+                                   "names one) and as facts only, and scores evidence recall on the questions whose "
+                                   "evidence lies in those sessions, with the extraction's time, tokens, facts and "
+                                   "the reasons for every miss.")
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
     p.add_argument("--conversations", type=name_list,
                    help="comma-separated sample ids (default conv-26,conv-30: dev half only)")
-    p.add_argument("--sessions", type=positive_int, default=3, help="first N sessions of each (default 3)")
+    p.add_argument("--split", choices=("dev", "test"),
+                   help="a whole half of LoCoMo instead of --conversations (sessions: the first N of each for the "
+                        "smallest N giving 100 questions)")
+    p.add_argument("--sessions", type=positive_int, default=None,
+                   help="first N sessions of each (default 3, or chosen by question count with --split)")
     p.add_argument("--replay", help="an earlier run's --workdir: replay its recorded model answers through "
                                     "today's extractor code instead of calling the model")
     _out_options(p, "llm-vs-raw")

@@ -173,15 +173,14 @@ def cmd_llm_retain(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_llm_vs_raw(args: argparse.Namespace) -> dict[str, Any] | None:
     """``llm-vs-raw``: LoCoMo sessions retained raw and with the LLM extractor, evidence recall of both."""
-    from .llm_vs_raw import DEFAULT_CONVERSATIONS, run_llm_vs_raw, write_llm_vs_raw
+    from .llm_vs_raw import run_llm_vs_raw, write_llm_vs_raw
 
     data = Path(args.data) if args.data else find_locomo()
     if not data.is_file():
         raise BenchError(f"LoCoMo data not found: {data}")
     try:
-        result = run_llm_vs_raw(data, conversations=args.conversations or DEFAULT_CONVERSATIONS,
-                                sessions=args.sessions, workdir=args.workdir, replay_from=args.replay,
-                                log=_log(args))
+        result = run_llm_vs_raw(data, conversations=args.conversations, split=args.split, sessions=args.sessions,
+                                workdir=args.workdir, replay_from=args.replay, log=_log(args))
     except ValueError as exc:
         raise BenchError(str(exc)) from None
     _report_written(args, write_llm_vs_raw(args.out, result))

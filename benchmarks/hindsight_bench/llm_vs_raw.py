@@ -1,34 +1,37 @@
-"""LLM-extracted narrative facts against raw turns on the same LoCoMo questions (issue 13, point 3).
+"""Raw turns, LLM facts, and the default of both (raw first, facts later) on the same LoCoMo questions.
 
-For each chosen conversation (default: the dev-half conversations conv-26 and conv-30), the first ``sessions``
-sessions are retained twice into one store: into a bank with ``extract=False`` (one unit per message) and into
-another with ``extract=True`` (the LLM extractor with the given or default model, which is the local Qwen
-unless the environment names an endpoint). Every question whose evidence ids all lie in those sessions is then
-recalled in both banks with the last retained session's date as reference time and scored like ``locomo``:
-evidence recall (share of evidence dia_ids covered by the returned memories' ``sources``) at R@5, R@10 and
-within 1,000 tokens, by category.
+For each chosen conversation (default: the dev-half conversations conv-26 and conv-30; ``--split`` takes a whole
+half), the first ``sessions`` sessions are retained into three banks: ``raw`` (``extract=False``: one unit per
+message), ``raw+facts`` (the default ``retain(extract=True)``: the raw units at once, then the facts job adds the
+LLM's facts beside them, each citing its messages) and ``facts`` (the old behaviour, kept for the study: the same
+facts alone, the raw units forgotten; its model answers are the ``raw+facts`` run's, replayed, so the two hold the
+same facts). Every question whose evidence ids all lie in those sessions is recalled in each bank with the last
+retained session's date as reference time and scored like ``locomo``: evidence recall (share of evidence dia_ids
+covered by the returned memories' ``sources``) at R@5, R@10 and within 1,000 tokens, by category.
+``raw+facts as ranked`` is the same bank packed without ``RecallSettings.distinct_evidence`` (a fact and the
+messages it cites each take their own place), the measurement behind that default.
 
-Extraction is measured too: seconds per message, LLM calls and tokens per message, facts, facts without
-sources (as the model answered, and as stored), how many sources a stored fact lists, and facts whose
-occurrence dates disagree with the source message's date by more than its words imply. Token counts are
-cl100k_base estimates (``hindsight_core.tokens.count_tokens``) of the chat messages sent (the JSON schema
-goes to the server as a grammar, not as prompt text) and of the parsed answer re-serialised: the LLM seam
-does not report the server's own usage.
+Extraction is measured too: seconds per message of the facts job (and of the ``retain`` call, which returns after
+the raw units), the load average around it, LLM calls and tokens per message (as the server reports them, with
+the prompt tokens it reused from its cache; cl100k_base estimates of the messages and the parsed answer beside
+them), facts, facts without sources, how many sources a fact lists, the share of messages some fact cites, and
+facts whose occurrence dates disagree with the source message's date by more than its words imply.
 
-Every evidence id the LLM bank misses at R@10 is explained: *ranked low* (a fact cites it but is not in the
+Every evidence id the ``facts`` bank misses at R@10 is explained: *ranked low* (a fact cites it but is not in the
 top 10), *merged* (no fact cites it, but a fact citing other messages of the same session shares at least two
 content words and half of the message's or of the fact's), or *dropped* (nothing from it survived extraction).
 
-With ``workdir`` the store and each session's extraction record are kept there; a rerun skips sessions already
+With ``workdir`` the stores and each session's extraction record are kept there; a rerun skips sessions already
 retained (their recorded time and tokens are reused), so an interrupted run resumes where it stopped. With
 ``replay_from`` (``--replay``) an earlier run's recorded model answers are fed through today's extractor code
-instead of calling the model: a change to normalisation or dates is measured on the same model output, with
-the recorded model time and tokens.
+instead of calling the model: a change to normalisation or dates is measured on the same model output, with the
+recorded model time and tokens.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 import time
@@ -54,10 +57,14 @@ T = TypeVar("T", bound=BaseModel)
 DEFAULT_CONVERSATIONS = ("conv-26", "conv-30")
 """Two dev-half conversations: nothing here may be decided on the test half."""
 DEFAULT_SESSIONS = 3
+MIN_QUESTIONS = 100
+"""With ``--split``, the sessions retained are the first N of each conversation for the smallest N that gives at
+least this many questions over the half: a rule on question counts, fixed before any result is seen."""
 METRICS = ("R@5", "R@10", "R@1000tok", "R@10 1-src")
 """``R@10 1-src`` credits each memory with only the one source its text repeats most (a raw unit has one
 source anyway): a fact citing four neighbouring messages counts for one."""
-BANKS = ("raw", "llm")
+BANKS = ("raw", "facts", "raw+facts", "raw+facts as ranked")
+FACTS_BANK = "facts"
 DATE_SLACK_DAYS = 1
 """A fact's occurrence may sit this many days off the range its source message implies before it counts as
 wrong (time zones, "tonight" said after midnight)."""
@@ -85,11 +92,12 @@ class CallRecord:
     user: str
     answer: dict[str, Any] | None
     malformed: bool = False
+    usage: dict[str, Any] | None = None  # what the server reported (tokens, cached tokens, llama.cpp timings)
 
     def window_ids(self) -> list[str]:
         """The message ids shown in the window (the ``[id]`` lines after ``Messages:``)."""
         body = self.user.split("\nMessages:\n", 1)[-1]
-        return re.findall(r"^\[([^\]]+)\] \(", body, flags=re.MULTILINE)
+        return re.findall(r"^\[([^\]]+)\] ", body, flags=re.MULTILINE)
 
     def previous_id(self) -> str | None:
         """The id of the earlier message shown for pronouns only (never a valid source), if any."""
@@ -140,6 +148,7 @@ class CountingLLM:
 
     def _record(self, messages: Sequence[ChatMessage], out: BaseModel | None, raw: str, began: float) -> None:
         user = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        usage = getattr(self.inner, "last_usage", None)
         self.calls.append(CallRecord(
             prompt_tokens=sum(self.counter(m["content"]) for m in messages),
             completion_tokens=self.counter(raw),
@@ -147,6 +156,7 @@ class CountingLLM:
             user=user,
             answer=out.model_dump() if out is not None else None,
             malformed=out is None,
+            usage=dict(usage) if isinstance(usage, dict) else None,
         ))
 
 
@@ -218,38 +228,82 @@ def _fact_record(memory: Any) -> dict[str, Any]:
 def _call_dict(call: CallRecord) -> dict[str, Any]:
     return {"prompt_tokens": call.prompt_tokens, "completion_tokens": call.completion_tokens,
             "seconds": round(call.seconds, 3), "window": call.window_ids(), "previous": call.previous_id(),
-            "malformed": call.malformed,
+            "malformed": call.malformed, "usage": call.usage,
             "answer": call.answer}
 
 
-def retain_session(bank_raw: Any, bank_llm: Any, session: Session, llm: CountingLLM) -> dict[str, Any]:
-    """Retain one session raw and with the LLM; the record of both (time, units, the model's calls)."""
+def _server_tokens(calls: Sequence[CallRecord], key: str) -> int | None:
+    """The server's count of ``key`` over the calls, or None when a call did not report it."""
+    values = [(c.usage or {}).get(key) for c in calls]
+    return sum(values) if values and all(isinstance(v, int) for v in values) else None
+
+
+def document_facts(bank: Any, document_id: str) -> list[Any]:
+    """The LLM facts stored beside a document's raw units (``Memory.cites`` set), in document order."""
+    units = bank.memories(bank.hindsight.store.units_of_document(bank.id, document_id))
+    return [m for m in units if m.cites is not None]
+
+
+def retain_session(bank_raw: Any, bank_default: Any, session: Session, llm: CountingLLM) -> dict[str, Any]:
+    """Retain one session raw and by default (raw first, the facts job after); the record of both: time, units,
+    the facts and the model's calls."""
     t = time.perf_counter()
     raw = bank_raw.retain(session.messages, timestamp=session.timestamp, document_id=session.document_id,
                           extract=False, background=False)
     raw_s = time.perf_counter() - t
     first_call = len(llm.calls)
+    load_before = os.getloadavg()[0]
     t = time.perf_counter()
-    extracted = bank_llm.retain(session.messages, timestamp=session.timestamp, document_id=session.document_id,
-                                extract=True, background=False)
-    llm_s = time.perf_counter() - t
+    returned = bank_default.retain(session.messages, timestamp=session.timestamp, document_id=session.document_id,
+                                   extract=True, background=False)
+    returned_s = time.perf_counter() - t
+    t = time.perf_counter()
+    if not bank_default.wait_idle(3600):
+        raise RuntimeError(f"the facts job of {session.document_id} did not finish within an hour")
+    facts_s = time.perf_counter() - t
+    job = next((j for j in bank_default.jobs() if j.id == returned.job_id), None)
+    if job is None or job.status != "done":
+        raise RuntimeError(f"the facts job of {session.document_id} failed: {getattr(job, 'error', 'missing')}")
     calls = llm.calls[first_call:]
     return {
         "session": session.document_id,
         "timestamp": session.timestamp,
         "messages": len(session.messages),
         "raw": {"seconds": raw_s, "units": len(raw.memories)},
+        "default": {"returned_seconds": returned_s, "units": len(returned.memories)},
         "llm": {
-            "seconds": llm_s,
+            "seconds": facts_s,
+            "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
             "model": llm.name,
             "calls": len(calls),
             "windows": len({tuple(c.window_ids()) for c in calls}),
             "prompt_tokens": sum(c.prompt_tokens for c in calls),
             "completion_tokens": sum(c.completion_tokens for c in calls),
-            "facts": [_fact_record(m) for m in extracted.memories],
+            "server_prompt_tokens": _server_tokens(calls, "prompt_tokens"),
+            "server_completion_tokens": _server_tokens(calls, "completion_tokens"),
+            "server_cached_tokens": _server_tokens(calls, "cached_tokens"),
+            "facts": [_fact_record(m) for m in document_facts(bank_default, session.document_id)],
             "call_log": [_call_dict(c) for c in calls],
         },
     }
+
+
+def facts_only_bank(hs: Any, sample_id: str, chosen: Sequence[Session]) -> Any:
+    """The old behaviour, for the study: each session retained with the facts job, then its raw units forgotten,
+    so only the LLM's facts remain (``hs`` answers with the recorded model calls)."""
+    bank = hs.bank(f"facts-{sample_id}")
+    done = {d.id for d in bank.documents(status="done")}
+    for s in chosen:
+        if s.document_id in done:
+            continue
+        bank.retain(s.messages, timestamp=s.timestamp, document_id=s.document_id, extract=True, background=False)
+    if not bank.wait_idle(3600):
+        raise RuntimeError("the replayed facts jobs did not finish within an hour")
+    for s in chosen:
+        for unit in bank.memories(hs.store.units_of_document(bank.id, s.document_id)):
+            if unit.cites is None:
+                bank.forget(memory_id=unit.id)
+    return bank
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -414,7 +468,8 @@ def run_conversation(
     sample: dict[str, Any], *, sessions: int, root: Path, llm: LLM | None, log: Callable[[str], None],
     replay: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Retain one conversation's first ``sessions`` sessions both ways (resuming from ``root``) and score it.
+    """Retain one conversation's first ``sessions`` sessions into the three banks (resuming from ``root``) and
+    score it.
 
     With ``replay`` (a recorded ``extraction.json``) the model's answers come from the record, and each session
     keeps the recorded model time and tokens."""
@@ -423,7 +478,6 @@ def run_conversation(
 
     sample_id = str(sample["sample_id"])
     chosen = locomo_sessions(sample)[:sessions]
-    prefixes = {f"D{n}" for n in range(1, len(chosen) + 1)}
     messages: dict[str, dict[str, Any]] = {}
     for s in chosen:
         for m in s.messages:
@@ -442,55 +496,74 @@ def run_conversation(
         starter()  # load the local model before the clock runs: its start-up is not extraction time
     model_start_s = time.perf_counter() - began
     with Hindsight.open(root / sample_id / "store", llm=counting) as hs:
-        bank_raw, bank_llm = hs.bank(f"raw-{sample_id}"), hs.bank(f"llm-{sample_id}")
-        done_llm = {d.id for d in bank_llm.documents(status="done")}
-        done_raw = {d.id for d in bank_raw.documents(status="done")}
+        bank_raw, bank_default = hs.bank(f"raw-{sample_id}"), hs.bank(f"default-{sample_id}")
+        done = ({d.id for d in bank_default.documents(status="done")}
+                & {d.id for d in bank_raw.documents(status="done")})
         for s in chosen:
-            if s.document_id in record and s.document_id in done_llm and s.document_id in done_raw:
+            if s.document_id in record and s.document_id in done and bank_default.wait_idle(3600):
                 log(f"{s.document_id}: already retained (resumed from {record_path})")
                 continue
-            log(f"{s.document_id}: {len(s.messages)} messages, raw then LLM ...")
-            record[s.document_id] = retain_session(bank_raw, bank_llm, s, counting)
+            log(f"{s.document_id}: {len(s.messages)} messages, raw then raw first + facts ...")
+            record[s.document_id] = retain_session(bank_raw, bank_default, s, counting)
             if replay is not None and s.document_id in replay:  # the model's cost is the recorded one
                 recorded = replay[s.document_id]["llm"]
                 for call, old in zip(record[s.document_id]["llm"]["call_log"], recorded["call_log"], strict=False):
-                    call["seconds"] = old["seconds"]
+                    call["seconds"], call["usage"] = old["seconds"], old.get("usage")
                 record[s.document_id]["llm"]["seconds"] = recorded["seconds"]
             write_json(record_path, record)  # partial results survive an interrupted run
             rec = record[s.document_id]
-            log(f"  raw {rec['raw']['seconds']:.2f} s; LLM {rec['llm']['seconds']:.1f} s, {rec['llm']['calls']} "
-                f"calls, {len(rec['llm']['facts'])} facts")
+            log(f"  raw {rec['raw']['seconds']:.2f} s; retain returned in {rec['default']['returned_seconds']:.2f} s; "
+                f"facts {rec['llm']['seconds']:.1f} s, {rec['llm']['calls']} calls, {len(rec['llm']['facts'])} facts "
+                f"(load {rec['llm']['load_average']})")
         record = {s.document_id: record[s.document_id] for s in chosen}
-        reference = max(s.timestamp for s in chosen if s.timestamp is not None)
-        facts = [f for s in chosen for f in record[s.document_id]["llm"]["facts"]]
-        scores = {b: ConfigResult() for b in BANKS}
-        per_question: list[dict[str, Any]] = []
-        for qa in sample["qa"]:
-            evidence = evidence_ids(qa.get("evidence", []))
-            if not evidence or not all(e.split(":")[0] in prefixes for e in evidence):
-                continue
-            category = CATEGORIES.get(int(qa.get("category", 0)), "other")
-            row: dict[str, Any] = {"question": str(qa["question"]), "category": category,
-                                   "evidence": sorted(evidence)}
-            for name, bank in (("raw", bank_raw), ("llm", bank_llm)):
+        with Hindsight.open(root / sample_id / "facts-store", llm=ReplayLLM(record, name=counting.name)) as hs_facts:
+            bank_facts = facts_only_bank(hs_facts, sample_id, chosen)
+            scored = _score(sample, chosen, record, messages, {
+                "raw": (hs, bank_raw, True), FACTS_BANK: (hs_facts, bank_facts, True),
+                "raw+facts": (hs, bank_default, True), "raw+facts as ranked": (hs, bank_default, False),
+            })
+    return {"sample_id": sample_id, "sessions": record, "model_start_s": model_start_s, **scored,
+            "messages": messages}
+
+
+def _score(
+    sample: dict[str, Any], chosen: Sequence[Session], record: dict[str, Any], messages: dict[str, dict[str, Any]],
+    banks: dict[str, tuple[Any, Any, bool]],
+) -> dict[str, Any]:
+    """Every question whose evidence lies in the chosen sessions, recalled in each bank (name -> (Hindsight, bank,
+    distinct_evidence)); the facts bank's misses at R@10 explained."""
+    prefixes = {f"D{n}" for n in range(1, len(chosen) + 1)}
+    reference = max(s.timestamp for s in chosen if s.timestamp is not None)
+    facts = [f for s in chosen for f in record[s.document_id]["llm"]["facts"]]
+    scores = {b: ConfigResult() for b in BANKS}
+    per_question: list[dict[str, Any]] = []
+    for qa in sample["qa"]:
+        evidence = evidence_ids(qa.get("evidence", []))
+        if not evidence or not all(e.split(":")[0] in prefixes for e in evidence):
+            continue
+        category = CATEGORIES.get(int(qa.get("category", 0)), "other")
+        row: dict[str, Any] = {"question": str(qa["question"]), "category": category, "evidence": sorted(evidence)}
+        for name, (hs, bank, distinct) in banks.items():
+            settings = hs.recaller.settings
+            kept, settings.distinct_evidence = settings.distinct_evidence, distinct
+            try:
                 mems = bank.recall(str(qa["question"]), budget=10**9, reference_time=reference).memories
-                metrics = question_metrics(mems, evidence, hs.count_tokens)
-                metrics["R@10 1-src"] = coverage(evidence, (best_source(m.text, m.sources, messages)
-                                                             for m in mems[:10]))
-                for metric in METRICS:
-                    scores[name].add(category, metric, metrics[metric])
-                row[name] = {m: metrics[m] for m in METRICS}
-                row[name]["first_evidence_rank"] = first_evidence_rank(mems, evidence)
-                if name == "llm":
-                    top = {s for m in mems[:10] for s in m.sources}
-                    row["llm"]["misses"] = [classify_miss(e, mems, facts, messages)
-                                            for e in sorted(evidence - top)]
-                    row["llm"]["cited_anywhere"] = len({e for e in evidence
-                                                         if any(e in f["sources"] for f in facts)}) / len(evidence)
-            per_question.append(row)
-    return {"sample_id": sample_id, "sessions": record, "reference_time": reference, "model_start_s": model_start_s,
-            "questions": per_question, "scores": {b: scores[b].table() for b in BANKS},
-            "counts": scores["raw"].counts(), "facts": facts, "messages": messages}
+            finally:
+                settings.distinct_evidence = kept
+            metrics = question_metrics(mems, evidence, hs.count_tokens)
+            metrics["R@10 1-src"] = coverage(evidence, (best_source(m.text, m.sources, messages) for m in mems[:10]))
+            for metric in METRICS:
+                scores[name].add(category, metric, metrics[metric])
+            row[name] = {m: metrics[m] for m in METRICS}
+            row[name]["first_evidence_rank"] = first_evidence_rank(mems, evidence)
+            if name == FACTS_BANK:
+                top = {s for m in mems[:10] for s in m.sources}
+                row[name]["misses"] = [classify_miss(e, mems, facts, messages) for e in sorted(evidence - top)]
+                row[name]["cited_anywhere"] = len({e for e in evidence
+                                                   if any(e in f["sources"] for f in facts)}) / len(evidence)
+        per_question.append(row)
+    return {"reference_time": reference, "questions": per_question, "scores": {b: scores[b].table() for b in BANKS},
+            "counts": scores["raw"].counts(), "facts": facts}
 
 
 def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -503,8 +576,8 @@ def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
             for b in BANKS:
                 for m in METRICS:
                     scores[b].add(q["category"], m, q[b][m])
-            misses.update(x["kind"] for x in q["llm"]["misses"])
-            cited.append(q["llm"]["cited_anywhere"])
+            misses.update(x["kind"] for x in q[FACTS_BANK]["misses"])
+            cited.append(q[FACTS_BANK]["cited_anywhere"])
     sessions = [s for conv in conversations for s in conv["sessions"].values()]
     n_msgs = sum(s["messages"] for s in sessions)
     facts = [f for conv in conversations for f in conv["facts"]]
@@ -518,6 +591,10 @@ def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
     completion = sum(s["llm"]["completion_tokens"] for s in sessions)
     llm_s = sum(s["llm"]["seconds"] for s in sessions)
     raw_s = sum(s["raw"]["seconds"] for s in sessions)
+    returned_s = sum(s.get("default", {}).get("returned_seconds", 0.0) for s in sessions)
+    server = {k: sum(v) if (v := [s["llm"].get(f"server_{k}") for s in sessions]) and all(isinstance(x, int) for x in v)
+              else None for k in ("prompt_tokens", "completion_tokens", "cached_tokens")}
+    loads = [x for s in sessions for x in s["llm"].get("load_average", [])]
     return {
         "questions": sum(len(c["questions"]) for c in conversations),
         "recall": {b: scores[b].table() for b in BANKS},
@@ -527,6 +604,13 @@ def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "model": next((s["llm"]["model"] for s in sessions), None),
             "seconds": llm_s, "seconds_per_message": llm_s / n_msgs if n_msgs else None,
             "raw_seconds": raw_s, "raw_seconds_per_message": raw_s / n_msgs if n_msgs else None,
+            "retain_returned_seconds_per_message": returned_s / n_msgs if n_msgs else None,
+            "load_average": [min(loads), max(loads)] if loads else None,
+            "server_tokens": server,
+            "server_prompt_tokens_per_message": server["prompt_tokens"] / n_msgs
+            if n_msgs and server["prompt_tokens"] is not None else None,
+            "server_completion_tokens_per_message": server["completion_tokens"] / n_msgs
+            if n_msgs and server["completion_tokens"] is not None else None,
             "calls": len(calls), "windows": len(windows),
             "malformed_answers": sum(1 for c in calls if c["malformed"]),
             "prompt_tokens": prompt, "completion_tokens": completion,
@@ -559,20 +643,33 @@ def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def run_llm_vs_raw(
     data_path: str | Path,
     *,
-    conversations: Sequence[str] = DEFAULT_CONVERSATIONS,
-    sessions: int = DEFAULT_SESSIONS,
+    conversations: Sequence[str] | None = None,
+    sessions: int | None = None,
     llm: LLM | None = None,
     workdir: str | Path | None = None,
     replay_from: str | Path | None = None,
     log: Callable[[str], None] = print,
+    split: str | None = None,
 ) -> dict[str, Any]:
     """Run the comparison (see the module docstring) and return a JSON-able result (also logged).
 
-    ``replay_from`` is the workdir of an earlier run: its recorded model answers are replayed (``ReplayLLM``)
-    instead of calling a model; ``workdir`` must then be another folder (or None)."""
+    ``split`` (``dev`` or ``test``) takes that half's conversations and, unless ``sessions`` is given, the first N
+    sessions of each for the smallest N giving ``MIN_QUESTIONS`` questions. ``replay_from`` is the workdir of an
+    earlier run: its recorded model answers are replayed (``ReplayLLM``) instead of calling a model; ``workdir``
+    must then be another folder (or None)."""
+    data = {s["sample_id"]: s for s in json.loads(Path(data_path).read_text(encoding="utf-8"))}
+    if split is not None:
+        if split not in SPLITS:
+            raise ValueError(f"unknown split {split!r}; use {', '.join(SPLITS)}")
+        if conversations:
+            raise ValueError("give --split or --conversations, not both")
+        conversations = SPLITS[split]
+    conversations = list(conversations or DEFAULT_CONVERSATIONS)
+    if sessions is None:
+        sessions = (sessions_for([data[c] for c in conversations if c in data], MIN_QUESTIONS)
+                    if split is not None else DEFAULT_SESSIONS)
     if sessions < 1:
         raise ValueError("sessions must be >= 1")
-    data = {s["sample_id"]: s for s in json.loads(Path(data_path).read_text(encoding="utf-8"))}
     unknown = [c for c in conversations if c not in data]
     if unknown:
         raise ValueError(f"unknown conversation(s) {unknown}; the data has {', '.join(data)}")
@@ -597,7 +694,7 @@ def run_llm_vs_raw(
         if tmp is not None:
             tmp.cleanup()
     out: dict[str, Any] = {
-        "benchmark": "llm-vs-raw", "dataset": str(data_path), "conversations": list(conversations),
+        "benchmark": "llm-vs-raw", "dataset": str(data_path), "conversations": list(conversations), "split": split,
         "replayed_from": str(replay_from) if replay_from is not None else None,
         "sessions": sessions, "seconds": time.perf_counter() - started, "run": run_info(),
         "summary": summarise(convs),
@@ -609,31 +706,56 @@ def run_llm_vs_raw(
     return out
 
 
+def questions_within(sample: dict[str, Any], sessions: int) -> int:
+    """Questions of a sample whose evidence lies entirely in its first ``sessions`` sessions."""
+    prefixes = {f"D{n}" for n in range(1, sessions + 1)}
+    return sum(1 for qa in sample["qa"]
+               if (ev := evidence_ids(qa.get("evidence", []))) and all(e.split(":")[0] in prefixes for e in ev))
+
+
+def sessions_for(samples: Sequence[dict[str, Any]], min_questions: int) -> int:
+    """The smallest N for which the first N sessions of the samples hold ``min_questions`` questions (or all)."""
+    most = max((len(locomo_sessions(s)) for s in samples), default=1)
+    for n in range(1, most + 1):
+        if sum(questions_within(s, n) for s in samples) >= min_questions:
+            return n
+    return most
+
+
 def format_report(result: dict[str, Any]) -> str:
-    """Markdown: recall raw vs LLM by category, extraction cost, facts, and why evidence was missed."""
+    """Markdown: recall of each bank by category, extraction cost, facts, and why evidence was missed."""
     s = result["summary"]
     ex, facts = s["extraction"], s["facts"]
     lines = [f"LoCoMo {', '.join(result['conversations'])}, sessions 1-{result['sessions']}: {s['questions']} "
              f"questions with all evidence in those sessions, {s['messages']} messages; model {ex['model']}", ""]
     counts = s["questions_per_category"]
     cats = [c for c in (*CATEGORIES.values(), "other", "all") if c in counts]
-    rows = [[c, counts.get(c), *(s["recall"][b][m].get(c) for m in METRICS for b in BANKS)] for c in cats]
-    lines += md_table(["category", "n", *(f"{m} {b}" for m in METRICS for b in BANKS)], rows)
-    per_msg = ex["seconds_per_message"]
-    lines += ["", "Extraction cost:", ""]
-    lines += md_table(["", "raw", "LLM"], [
-        ["seconds per message", ex["raw_seconds_per_message"], per_msg],
+    for metric in METRICS:
+        rows = [[c, counts.get(c), *(s["recall"][b][metric].get(c) for b in BANKS)] for c in cats]
+        lines += [f"{metric}:", "", *md_table(["category", "n", *BANKS], rows), ""]
+    server = ex.get("server_tokens") or {}
+    lines += ["Extraction cost:", ""]
+    lines += md_table(["", "raw", "raw + facts (the facts job)"], [
+        ["seconds per message", ex["raw_seconds_per_message"], ex["seconds_per_message"]],
+        ["retain returned after (s per message)", ex["raw_seconds_per_message"],
+         ex.get("retain_returned_seconds_per_message")],
+        ["load average during extraction (1 min, min-max)", "", ex.get("load_average")],
         ["model calls (windows)", 0, f"{ex['calls']} ({ex['windows']})"],
+        ["tokens per message, server (prompt + completion)", 0,
+         f"{ex.get('server_prompt_tokens_per_message') or 0:.0f} + "
+         f"{ex.get('server_completion_tokens_per_message') or 0:.0f} "
+         f"({server.get('cached_tokens') or 0} prompt tokens reused from the cache in all)"],
         ["tokens per message (prompt + completion, cl100k est.)", 0,
          f"{ex['tokens_per_message'] or 0:.0f} ({ex['prompt_tokens_per_message'] or 0:.0f} + "
          f"{ex['completion_tokens_per_message'] or 0:.0f})"],
-        ["units", s["messages"], facts["count"]],
+        ["units", s["messages"], f"{s['messages']} + {facts['count']} facts"],
     ])
     model = facts["model_answers"]
     lines += ["", f"Facts: {facts['count']} ({facts['per_message'] or 0:.2f} per message); stored without sources: "
               f"{facts['without_sources']}; sources per fact {facts['sources_per_fact']}; citing a whole window: "
               f"{facts['citing_whole_window']}; messages cited by some fact: {facts['messages_cited']} of "
-              f"{s['messages']}. As the model answered (each window's last parsed answer): "
+              f"{s['messages']} ({100 * (facts['messages_cited_share'] or 0):.0f}%). As the model answered (each "
+              f"window's last parsed answer): "
               f"{model.get('facts', 0)} facts, {model.get('no_src', 0)} with no src, "
               f"{model.get('only_invalid_src', 0)} citing only ids outside the window, "
               f"{model.get('cites_context_line', 0)} citing the earlier context line, "
@@ -644,8 +766,9 @@ def format_report(result: dict[str, Any]) -> str:
               f"{facts['dates_shifted']} sit more than {DATE_SLACK_DAYS} day from the day said and from what "
               f"their sources' words imply, and {facts['dates_missed']} single-source facts lost the date their "
               "source states.",
-              "", f"Evidence ids cited by any fact (the LLM bank's ceiling): {s['evidence_cited_anywhere'] or 0:.1f}%; "
-              f"evidence missed at R@10 by the LLM bank: {s['misses_at_10']}"]
+              "", "Evidence ids cited by any fact (the facts bank's ceiling): "
+              f"{s['evidence_cited_anywhere'] or 0:.1f}%; "
+              f"evidence missed at R@10 by the facts bank: {s['misses_at_10']}"]
     return "\n".join(lines)
 
 
@@ -655,12 +778,12 @@ def write_llm_vs_raw(out_dir: str | Path, result: dict[str, Any]) -> list[Path]:
     misses: list[str] = []
     for sample_id, conv in result["per_conversation"].items():
         for q in conv["questions"]:
-            for miss in q["llm"]["misses"]:
+            for miss in q[FACTS_BANK]["misses"]:
                 detail = (f"rank {miss.get('rank')}" if miss["kind"] == "ranked low" else
                           f"into {miss.get('fact_sources')} ({miss.get('share')}): {miss.get('fact')}"
                           if miss["kind"] == "merged" else f"closest ({miss.get('share')}): {miss.get('closest')}")
                 misses.append(f"- {sample_id} [{q['category']}] {q['question']} -- {miss['id']} {miss['kind']}, "
                               f"{detail}. Message: {miss['message']}")
-    text = ("# LLM extraction vs raw turns\n\n" + format_report(result)
-            + "\n\n## Evidence the LLM bank missed at R@10\n\n" + ("\n".join(misses) or "none") + "\n")
+    text = ("# Raw turns, LLM facts, and raw first with facts later\n\n" + format_report(result)
+            + "\n\n## Evidence the facts bank missed at R@10\n\n" + ("\n".join(misses) or "none") + "\n")
     return [write_json(out / "llm-vs-raw.json", result), write_text(out / "llm-vs-raw.md", text)]

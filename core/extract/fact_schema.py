@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, field_validator
 from ..llm.base import LLM_SCHEMA_CONFIG
 from ..models import EntityType
 
-__all__ = ["output_model"]
+__all__ = ["AnyFact", "output_model"]
 
 _NETWORKS = ("world", "experience", "opinion")
 _ENTITY_TYPES = tuple(t.value for t in EntityType)
@@ -144,14 +144,43 @@ class _Fact(BaseModel):
         return kept[:2]
 
 
+class _LeanFact(BaseModel):
+    """A fact as the lean schema asks for it: its text and sources only. Dates come from the time words the text
+    keeps ("yesterday", "next June"), resolved by ``hindsight_core.temporal`` against the source message's time;
+    entities from NER on the text, participants from the source messages' speakers and the network from the voice
+    (``normalise``). The model writes well under half the tokens per fact."""
+
+    model_config = _SCHEMA_CONFIG
+
+    text: str = ""
+    src: list[str] = Field(default_factory=list, max_length=4)
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _strings(cls, v: Any) -> Any:
+        return _as_str(v)
+
+    @field_validator("src", mode="before")
+    @classmethod
+    def _lists(cls, v: Any) -> Any:
+        v = _as_str_list(v)
+        return v[:4] if isinstance(v, list) else v
+
+
+AnyFact = _Fact | _LeanFact
+"""What ``normalise`` reads: the full schema's fact or the lean one's (absent fields read as empty)."""
+
+
 @lru_cache(maxsize=16)
-def output_model(max_facts: int) -> type[BaseModel]:
-    """The top-level answer model; built per bound because ``maxItems`` depends on ``max_facts``."""
+def output_model(max_facts: int, lean: bool = False) -> type[BaseModel]:
+    """The top-level answer model; built per bound because ``maxItems`` depends on ``max_facts``. ``lean`` asks
+    for text and sources only (``_LeanFact``)."""
+    fact_type: type[BaseModel] = _LeanFact if lean else _Fact
 
     class Facts(BaseModel):
         model_config = _SCHEMA_CONFIG
 
-        facts: list[_Fact] = Field(default_factory=list, max_length=max_facts)
+        facts: list[fact_type] = Field(default_factory=list, max_length=max_facts)  # type: ignore[valid-type]  # chosen at build time
 
         @field_validator("facts", mode="before")
         @classmethod

@@ -30,6 +30,7 @@ from ..llm.base import LLM, ChatMessage, MalformedOutputError
 from ..models import Message
 from .base import ExtractedFact
 from .fact_schema import output_model
+from .ner import EntityRecognizer
 from .normalise import ChunkResult, Rejected, assemble, validate
 from .prompt import NOTE_RESERVE, default_count_tokens, system_prompt, user_prompt
 from .windows import ExtractionWindow, WindowPlanner
@@ -39,8 +40,9 @@ __all__ = ["DEFAULT_TOKEN_BUDGET", "ExtractionWindow", "LLMExtractor"]
 DEFAULT_TOKEN_BUDGET = 1500
 """Upper bound on prompt + JSON schema tokens per call (small local models have small, slow contexts)."""
 
-# Output tokens allowed per requested fact (a fully filled fact is ~120-150 tokens of JSON).
+# Output tokens allowed per requested fact (a fully filled fact is ~120-150 tokens of JSON, a lean one ~40-70).
 _TOKENS_PER_FACT = 170
+_TOKENS_PER_LEAN_FACT = 90
 
 
 @dataclass
@@ -69,6 +71,12 @@ class LLMExtractor:
         token_budget: bound on prompt + JSON schema tokens per call.
         max_concurrency: windows processed at once by ``aextract``.
         include_previous: show the previous window's last message for pronoun resolution.
+        lean: ask for text, sources and dates only, and find entities with NER (``recognizer``) and people and
+            networks in code; False asks the model for every field (networks, people, typed entities, causal
+            relations), at about three times the output tokens (docs/BENCHMARKS.md, "Raw first, facts later").
+        recognizer: the NER used with ``lean`` (default: spaCy's, loaded on first use).
+        retry_loops: ask again when an answer mostly repeats one fact (default: only with the full schema; a lean
+            answer's distinct facts are kept at once, since a second generation costs as much as the first).
     """
 
     def __init__(
@@ -82,6 +90,9 @@ class LLMExtractor:
         token_budget: int = DEFAULT_TOKEN_BUDGET,
         max_concurrency: int = 2,
         include_previous: bool = True,
+        lean: bool = True,
+        recognizer: EntityRecognizer | None = None,
+        retry_loops: bool | None = None,
     ) -> None:
         if max_retries < 0:
             raise InvalidInputError(f"max_retries must be >= 0, got {max_retries}")
@@ -95,9 +106,12 @@ class LLMExtractor:
         self.token_budget = token_budget
         self.max_concurrency = max_concurrency
         self.include_previous = include_previous
-        self.schema: type[BaseModel] = output_model(max_facts_per_chunk)
-        self.max_output_tokens = _TOKENS_PER_FACT * max_facts_per_chunk + 32
-        self._system = system_prompt(max_facts_per_chunk)
+        self.lean = lean
+        self.retry_loops = (not lean) if retry_loops is None else retry_loops
+        self._recognizer = recognizer
+        self.schema: type[BaseModel] = output_model(max_facts_per_chunk, lean)
+        self.max_output_tokens = (_TOKENS_PER_LEAN_FACT if lean else _TOKENS_PER_FACT) * max_facts_per_chunk + 32
+        self._system = system_prompt(max_facts_per_chunk, lean)
         self._schema_json = json.dumps(self.schema.model_json_schema(), separators=(",", ":"))
         fixed = self.count_tokens(self._system) + self.count_tokens(self._schema_json) + 80
         if fixed + NOTE_RESERVE >= token_budget:
@@ -184,7 +198,7 @@ class LLMExtractor:
                 except Rejected as rejected:
                     reason = str(rejected)
                 else:
-                    if result.drafts and not result.looped:
+                    if result.drafts and (not result.looped or not self.retry_loops):
                         outcome.raws.append(raw)
                         outcome.result = result
                         return outcome
@@ -262,4 +276,15 @@ class LLMExtractor:
     def _assemble(self, chunks: list[ExtractionWindow], outcomes: list[_ChunkOutcome]) -> list[ExtractedFact]:
         results = [outcome.result for outcome in outcomes]
         raws = [raw for outcome in outcomes for raw in outcome.raws]
-        return assemble(chunks, results, raws, self._llm_name)
+        facts = assemble(chunks, results, raws, self._llm_name)
+        if self.lean and facts:
+            self._add_named_entities(facts)
+        return facts
+
+    def _add_named_entities(self, facts: list[ExtractedFact]) -> None:
+        """NER's entities of each lean fact, after the people ``normalise`` already listed."""
+        if self._recognizer is None:
+            self._recognizer = EntityRecognizer()
+        for fact, found in zip(facts, self._recognizer.recognize([f.text for f in facts]), strict=True):
+            names = {e.name.casefold() for e in fact.entities}
+            fact.entities = [*fact.entities, *(e for e in found if e.name.casefold() not in names)]

@@ -38,7 +38,7 @@ from ..errors import EmptyExtractionError
 from ..models import EntityType, LinkType, Network
 from .base import CausalRelation, ExtractedEntity, ExtractedFact
 from .dates import annotate_relative, occurrence
-from .fact_schema import _Fact
+from .fact_schema import AnyFact, _Entity, _Rel
 from .windows import ExtractionWindow, WindowLine
 
 __all__ = ["ChunkResult", "Draft", "Rejected", "assemble", "validate"]
@@ -89,7 +89,7 @@ class Rejected(Exception):
 
 def validate(answer: BaseModel, chunk: ExtractionWindow, raw: str) -> ChunkResult:
     """Turn one parsed answer into drafts; raise ``Rejected`` when it has facts but none usable."""
-    facts: list[_Fact] = list(getattr(answer, "facts", []))
+    facts: list[AnyFact] = list(getattr(answer, "facts", []))
     by_id: dict[str, WindowLine] = {}
     for line in chunk.lines:
         if line.msg_id is not None:
@@ -120,7 +120,7 @@ def validate(answer: BaseModel, chunk: ExtractionWindow, raw: str) -> ChunkResul
     return ChunkResult(drafts, local_index, raw, duplicates)
 
 
-def _draft(item: _Fact, text: str, chunk: ExtractionWindow, by_id: dict[str, WindowLine]) -> Draft:
+def _draft(item: AnyFact, text: str, chunk: ExtractionWindow, by_id: dict[str, WindowLine]) -> Draft:
     # Sources: only ids of this window's messages; inventions are dropped. The earlier context line counts
     # only for a fact that restates it (see ``_restated_previous``).
     lines: list[WindowLine] = []
@@ -138,19 +138,25 @@ def _draft(item: _Fact, text: str, chunk: ExtractionWindow, by_id: dict[str, Win
     lines.sort(key=lambda ln: ln.index)
     mentioned = min(ln.time for ln in lines)
     sources = list(dict.fromkeys(ln.msg_id for ln in lines if ln.msg_id is not None))
-    start, end = occurrence(text, item.start, item.end, mentioned)
+    start, end = occurrence(text, getattr(item, "start", ""), getattr(item, "end", ""), mentioned)
 
-    network = Network(item.net)
+    stated = getattr(item, "net", None)
+    if stated is None:  # the lean schema: the agent's own words are its experience, everything else the world's
+        agent = all(ln.speaker.lower() in _AGENT_ROLES for ln in lines)
+        network = Network.EXPERIENCE if agent else Network.WORLD
+    else:
+        network = Network(stated)
     if network is not Network.WORLD and not _agent_voice(text, lines):
         # Experience and opinion belong to the agent itself; small models also tag a *person's*
         # experiences and views that way, which are world facts about that person.
         network = Network.WORLD
     confidence: float | None = None
     if network is Network.OPINION:
-        conf = item.conf / 100 if 1 < item.conf <= 100 else item.conf  # "80" meant 80%
+        given = float(getattr(item, "conf", 0.0))
+        conf = given / 100 if 1 < given <= 100 else given  # "80" meant 80%
         confidence = min(1.0, max(0.0, conf)) if conf > 0 else 0.5  # unstated: neither sure nor unsure
 
-    participants = _dedupe(p for p in item.who if p.strip().lower() not in _PRONOUNS)
+    participants = _dedupe(p for p in _who(item) if p.strip().lower() not in _PRONOUNS)
     if not participants:  # the speakers of the source messages are involved by default
         participants = _dedupe(ln.speaker for ln in lines if ln.speaker.lower() != "unknown")
     fact = ExtractedFact(
@@ -164,14 +170,25 @@ def _draft(item: _Fact, text: str, chunk: ExtractionWindow, by_id: dict[str, Win
         sources=sources,
         confidence=confidence,
     )
-    return Draft(fact, [(rel.to, LinkType(rel.type)) for rel in item.rel])
+    rels: list[_Rel] = getattr(item, "rel", [])
+    return Draft(fact, [(rel.to, LinkType(rel.type)) for rel in rels])
 
 
-def _entities(item: _Fact, participants: list[str]) -> list[ExtractedEntity]:
+def _who(item: AnyFact) -> list[str]:
+    """The people the model named (the lean schema names none: the source messages' speakers are used)."""
+    return list(getattr(item, "who", []))
+
+
+def _ents(item: AnyFact) -> list[_Entity]:
+    """The entities the model named (the lean schema names none: NER on the text finds them)."""
+    return list(getattr(item, "ents", []))
+
+
+def _entities(item: AnyFact, participants: list[str]) -> list[ExtractedEntity]:
     """The fact's named entities without pronouns or role names, plus its participants as people."""
     entities: list[ExtractedEntity] = []
     names: set[str] = set()
-    for ent in item.ents:
+    for ent in _ents(item):
         name = " ".join(ent.name.split())
         if not name or name.lower() in _GENERIC_PEOPLE or name.casefold() in names:
             continue
@@ -184,9 +201,9 @@ def _entities(item: _Fact, participants: list[str]) -> list[ExtractedEntity]:
     return entities
 
 
-def _overlap_scores(text: str, item: _Fact, lines: Sequence[WindowLine]) -> list[float]:
+def _overlap_scores(text: str, item: AnyFact, lines: Sequence[WindowLine]) -> list[float]:
     """How much of each line a fact repeats: shared content words, +0.5 when the fact names its speaker."""
-    words = _content_words(" ".join([text, *item.who, *(e.name for e in item.ents)]))
+    words = _content_words(" ".join([text, *_who(item), *(e.name for e in _ents(item))]))
     lowered = text.lower()
     scores = []
     for line in lines:
@@ -198,7 +215,7 @@ def _overlap_scores(text: str, item: _Fact, lines: Sequence[WindowLine]) -> list
 
 
 def _restated_previous(
-    text: str, item: _Fact, chunk: ExtractionWindow, cited: list[WindowLine]
+    text: str, item: AnyFact, chunk: ExtractionWindow, cited: list[WindowLine]
 ) -> WindowLine | None:
     """The earlier context line when a fact cites it and restates it rather than this window's messages.
 
@@ -218,7 +235,7 @@ def _restated_previous(
     return previous if own >= 2 and own > max(rivals, default=0.0) else None
 
 
-def _recheck(text: str, item: _Fact, chunk: ExtractionWindow, cited: list[WindowLine]) -> list[WindowLine]:
+def _recheck(text: str, item: AnyFact, chunk: ExtractionWindow, cited: list[WindowLine]) -> list[WindowLine]:
     """The cited lines, corrected when a message the fact does not cite says it clearly better.
 
     Small models often cite a neighbour of the message a fact comes from (the question before an answer, the
@@ -238,7 +255,7 @@ def _recheck(text: str, item: _Fact, chunk: ExtractionWindow, cited: list[Window
     return better + [line for line in cited if line not in better and score[line] >= max(2.0, best / 2)]
 
 
-def _attribute(text: str, item: _Fact, chunk: ExtractionWindow) -> list[WindowLine]:
+def _attribute(text: str, item: AnyFact, chunk: ExtractionWindow) -> list[WindowLine]:
     """Most likely source lines of a fact that cited none validly (lexical overlap, speaker bonus)."""
     scores = _overlap_scores(text, item, chunk.lines)
     best = max(scores)

@@ -40,10 +40,14 @@ class WindowLine:
     text: str
     index: int  # position of the message in the input
 
-    def render(self, max_chars: int | None = None) -> str:
-        """The prompt line: ``[label] (time) speaker: text``, the text cut at ``max_chars`` if given."""
+    def render(self, max_chars: int | None = None, reference: datetime | None = None) -> str:
+        """The prompt line: ``[label] (time) speaker: text``, the text cut at ``max_chars`` if given; the time is
+        left out when it is ``reference`` to the minute (the prompt states the reference time once: a session's
+        messages usually share it, and each repeat cost the model about ten tokens to read)."""
         text = self.text if max_chars is None or len(self.text) <= max_chars else self.text[:max_chars] + "..."
-        return f"[{self.label}] ({fmt_time(self.time)}) {self.speaker}: {text}"
+        same = reference is not None and fmt_time(self.time) == fmt_time(reference)
+        return f"[{self.label}] {self.speaker}: {text}" if same else f"[{self.label}] ({fmt_time(self.time)}) " \
+            f"{self.speaker}: {text}"
 
 
 @dataclass

@@ -509,6 +509,11 @@ class LocalLLM:
                 )
             return self._client
 
+    @property
+    def last_usage(self) -> dict[str, Any] | None:
+        """Tokens and llama.cpp timings of this thread's last answered call (``OpenAICompatibleLLM.last_usage``)."""
+        return self._client.last_usage if self._client is not None else None
+
     def generate(
         self,
         messages: Sequence[ChatMessage],

@@ -166,6 +166,7 @@ class OpenAICompatibleLLM:
         self.extra_body = dict(extra_body or {})
         self._name = name or model
         self._lock = threading.Lock()
+        self._usage = threading.local()
         self._client: OpenAI | None = None
         # One async client per event loop: pooled httpx connections are bound to the loop that opened
         # them, and callers (pytest, notebooks) often run several loops in one process.
@@ -304,7 +305,27 @@ class OpenAICompatibleLLM:
             raise self._wrap_error(exc) from exc
         return self._parse_completion(completion, schema)
 
+    @property
+    def last_usage(self) -> dict[str, Any] | None:
+        """What the endpoint reported for this thread's last answered call: ``prompt_tokens``,
+        ``completion_tokens``, ``cached_tokens`` (prompt tokens it reused) and llama.cpp's ``timings`` when given."""
+        return getattr(self._usage, "value", None)
+
+    def _note_usage(self, completion: Any) -> None:
+        usage = getattr(completion, "usage", None)
+        extra = getattr(completion, "model_extra", None) or {}
+        timings = extra.get("timings") if isinstance(extra.get("timings"), dict) else {}
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) if details is not None else None
+        self._usage.value = {
+            "prompt_tokens": getattr(usage, "prompt_tokens", None),
+            "completion_tokens": getattr(usage, "completion_tokens", None),
+            "cached_tokens": cached if cached is not None else timings.get("cache_n"),
+            "timings": timings,
+        }
+
     def _parse_completion(self, completion: Any, schema: type[T]) -> T:
+        self._note_usage(completion)
         choices = getattr(completion, "choices", None) or []
         if not choices:
             raise MalformedOutputError(f"{self._where()} returned no choices", raw=None)

@@ -1,9 +1,11 @@
-"""Greedy packing of ranked memories into a token budget."""
+"""Greedy packing of ranked memories into a token budget, distinct evidence first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
+
+from ..models import Memory
 
 T = TypeVar("T")
 
@@ -43,3 +45,26 @@ def pack(
         else:
             skips += 1
     return chosen, used
+
+
+def distinct_evidence_first(memories: Iterable[Memory], covered_by: dict[str, str]) -> Iterator[Memory]:
+    """The memories in rank order, except that one whose evidence a higher-ranked memory already showed comes after
+    every memory that adds new evidence (in rank order among themselves).
+
+    A raw message's evidence is itself; an LLM fact's is the raw messages it cites (``Memory.cites``; itself when
+    it cites none). So a fact packed high defers the messages it cites, and a fact whose messages are all packed
+    above it is deferred too: the budget holds as much distinct evidence as it can. ``covered_by`` receives, for
+    each deferred memory, the memory that showed its evidence first. Lazy: a budget spent early reads no further.
+    """
+    shown: dict[str, str] = {}  # evidence id -> the memory that showed it
+    later: list[Memory] = []
+    for memory in memories:
+        evidence = memory.cites or [memory.id]
+        if all(e in shown for e in evidence):
+            covered_by[memory.id] = shown[evidence[0]]
+            later.append(memory)
+            continue
+        for e in evidence:
+            shown.setdefault(e, memory.id)
+        yield memory
+    yield from later

@@ -20,7 +20,7 @@ from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
 from ..validation import When, Window
 from . import channels as ch
 from .fusion import reciprocal_rank_fusion
-from .packing import pack
+from .packing import distinct_evidence_first, pack
 from .rerank import Reranker
 
 CHANNELS: tuple[str, ...] = ("semantic", "keyword", "graph", "temporal")
@@ -154,7 +154,12 @@ class RecallPipeline:
             t = time.perf_counter()
         context_of: dict[str, str] = {}
         memories = self._with_context(bank_id, memories, nets, window, context_of)
-        chosen, used = pack(((m, m.text) for m in memories), budget, self.count_tokens, max_memories)
+        covered_by: dict[str, str] = {}
+        if s.distinct_evidence:
+            memories = distinct_evidence_first(memories, covered_by)
+        cites: dict[str, list[str]] = {}
+        chosen, used = pack(((m, m.text) for m in _noting_cites(memories, cites)), budget, self.count_tokens,
+                            max_memories)
         timings["pack_ms"] = _ms(t)
         out = [m.model_copy(update={"score": scores.get(m.id, 0.0)}) for m, _ in chosen]
         timings["total_ms"] = _ms(t_all)
@@ -172,6 +177,7 @@ class RecallPipeline:
                     TraceItem(
                         memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
                         tokens=selected.get(i, 0), selected=i in selected, context_of=context_of.get(i),
+                        cites=cites.get(i), covered_by=covered_by.get(i),
                     )
                     for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
                 ],
@@ -275,6 +281,14 @@ class RecallPipeline:
         if unknown or not enabled:
             raise InvalidInputError(f"channels must be a non-empty subset of {CHANNELS}, got {channels!r}")
         return query, nets, window, ref, enabled
+
+
+def _noting_cites(memories: Iterator[Memory], cites: dict[str, list[str]]) -> Iterator[Memory]:
+    """The memories unchanged; the raw messages each fact among them cites go into ``cites`` (for the trace)."""
+    for m in memories:
+        if m.cites is not None:
+            cites[m.id] = m.cites
+        yield m
 
 
 def _overlaps(m: Memory, window: TimeRange) -> bool:

@@ -66,6 +66,9 @@ class UnitBatch:
     # transaction. None for units of no stored document (opinions, observations).
     document_id: str | None = None
     revision: str | None = None
+    # Jobs queued in the same transaction: the raw messages of ``retain(extract=True)`` commit with the job that
+    # adds the LLM's facts, so no crash can leave them stored without it.
+    jobs: list[Job] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

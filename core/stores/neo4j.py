@@ -508,6 +508,8 @@ class Neo4jGraphStore:
                     "UNWIND $rows AS r MATCH (u:Unit {id: r.opinion_id}) WHERE u.bank_id = $bank "
                     "CREATE (o:OpinionEvent) SET o = r", rows=events, bank=bank_id,
                 ).consume()
+            for job in batch.jobs:
+                _create_job_tx(tx, job)
             if units:
                 tx.run("UNWIND $keys AS k MATCH (m:VectorMark {key: k}) DELETE m",
                        keys=[_mark_key(bank_id, u["id"]) for u in units]).consume()
@@ -1020,15 +1022,7 @@ class Neo4jGraphStore:
     def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
         """Durably queue a job; with ``document_id`` the document becomes pending on it in the same transaction."""
         def work(tx: Any) -> None:
-            tx.run(
-                "CREATE (j:Job) SET j = $props",
-                props={
-                    "id": job.id, "bank_id": job.bank_id, "kind": job.kind,
-                    "payload": json.dumps(job.payload, default=str), "status": job.status.value,
-                    "attempts": job.attempts, "error": job.error, "created_at": _ts(job.created_at),
-                    "run_after": _ts(job.run_after), "owner": None,
-                },
-            ).consume()
+            _create_job_tx(tx, job)
             if document_id is not None:
                 tx.run("MATCH (d:Document {key: $key}) SET d.status = 'pending', d.owner = null, d.job_id = $job",
                        key=_doc_key(job.bank_id, document_id), job=job.id).consume()
@@ -1398,6 +1392,18 @@ def _mark(tx: Any, bank_id: str, unit_ids: Sequence[str], owner: str | None) -> 
             rows=[{"key": _mark_key(bank_id, u), "uid": u} for u in dict.fromkeys(unit_ids)], bank=bank_id,
             owner=owner, now=time.time(),
         ).consume()
+
+
+def _create_job_tx(tx: Any, job: Job) -> None:
+    tx.run(
+        "CREATE (j:Job) SET j = $props",
+        props={
+            "id": job.id, "bank_id": job.bank_id, "kind": job.kind,
+            "payload": json.dumps(job.payload, default=str), "status": job.status.value,
+            "attempts": job.attempts, "error": job.error, "created_at": _ts(job.created_at),
+            "run_after": _ts(job.run_after), "owner": None,
+        },
+    ).consume()
 
 
 def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -> int:

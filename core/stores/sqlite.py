@@ -363,6 +363,15 @@ def _recount(con: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
     )
 
 
+def _insert_job(con: sqlite3.Connection, job: Job) -> None:
+    con.execute(
+        "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after, "
+        "owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+        (job.id, job.bank_id, job.kind, json.dumps(job.payload, default=str), job.status.value,
+         job.attempts, job.error, _ts(job.created_at), _ts(job.run_after)),
+    )
+
+
 def _insert_event(con: sqlite3.Connection, bank_id: str, event: OpinionEvent) -> None:
     """Append an opinion event, unless the opinion is not a unit of the bank (the Bolt store's MATCH skips too)."""
     con.execute(
@@ -698,6 +707,8 @@ class SQLiteGraphStore:
             )
             for event in batch.opinion_events:
                 _insert_event(con, bank_id, event)
+            for job in batch.jobs:
+                _insert_job(con, job)
             for chunk in _chunks(new_ids, 500):
                 con.execute(f"DELETE FROM vector_marks WHERE bank_id = ? AND unit_id IN ({','.join('?' * len(chunk))})",
                             [bank_id, *chunk])
@@ -1204,12 +1215,7 @@ class SQLiteGraphStore:
     def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
         """Durably queue a job; with ``document_id`` the document becomes pending on it in the same transaction."""
         with self._tx() as con:
-            con.execute(
-                "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after, "
-                "owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-                (job.id, job.bank_id, job.kind, json.dumps(job.payload, default=str), job.status.value,
-                 job.attempts, job.error, _ts(job.created_at), _ts(job.run_after)),
-            )
+            _insert_job(con, job)
             if document_id is not None:
                 con.execute(
                     "UPDATE documents SET status = 'pending', owner = NULL, job_id = ? WHERE bank_id = ? AND id = ?",

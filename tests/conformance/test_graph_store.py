@@ -9,6 +9,7 @@ import pytest
 from conformance_support import Backend
 
 from hindsight_core.config import RecallSettings
+from hindsight_core.errors import ConflictError
 from hindsight_core.models import (
     BankProfile,
     Disposition,
@@ -388,6 +389,26 @@ def test_add_units_is_atomic(backend: Backend, bank_id: str) -> None:
         s.add_units(bank_id, bad)
     assert "n1" not in s.unit_ids(bank_id) and s.find_entity(bank_id, "Newbie") is None
     assert s.get_units(bank_id, ["u0"])[0].text.startswith("Melanie")
+
+
+def test_a_batch_queues_its_jobs_in_its_own_transaction(backend: Backend, bank_id: str) -> None:
+    """Raw first, facts later: the facts job is queued by the commit of the raw units, or not at all."""
+    s = backend.store()
+    s.create_bank(BankProfile(id=bank_id, name="b"))
+    s.put_document(Document(id="d1", bank_id=bank_id, content="x", revision="r1"))
+    job = Job(id=f"{bank_id}-facts", bank_id=bank_id, kind="facts", payload={"document_id": "d1", "revision": "r1"})
+    stale = UnitBatch(units=[Memory(id="s1", bank_id=bank_id, text="stale", document_id="d1")], document_id="d1",
+                      revision="r0",
+                      jobs=[job.model_copy(update={"id": f"{bank_id}-stale"})])
+    with pytest.raises(ConflictError):
+        s.add_units(bank_id, stale)
+    assert s.list_jobs(bank_id) == [] and "s1" not in s.unit_ids(bank_id)
+    s.add_units(bank_id, UnitBatch(units=[Memory(id="r1", bank_id=bank_id, text="raw", document_id="d1")],
+                                   document_id="d1", revision="r1", jobs=[job]))
+    (queued,) = s.list_jobs(bank_id)
+    assert (queued.id, queued.kind, queued.status, queued.payload) == (job.id, "facts", JobStatus.QUEUED, job.payload)
+    doc = s.get_document(bank_id, "d1")
+    assert doc is not None and doc.status == DocumentStatus.DONE and s.pending_jobs(bank_id) == 1
 
 
 def test_reopen_keeps_data(backend: Backend, store: GraphStore, bank_id: str) -> None:
