@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                                        "used for documents that carry no date of their own")
     p.add_argument("--document-id", help="document id (a prefix when the input holds several documents)")
     p.add_argument("--context", help="free-text context handed to the extractor")
+    p.add_argument("--no-wait", dest="wait", action="store_false",
+                   help="exit once the messages are memories; the LLM's facts are added by the next process that "
+                        "opens the store (default: wait for them)")
     p.set_defaults(func=cmd_retain)
 
     p = sub.add_parser("recall", parents=[common], help="memories relevant to a query, within a token budget")
@@ -206,6 +209,7 @@ def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
                 "entities": res.entities,
                 "links": res.links,
                 "warnings": res.warnings,
+                "job_id": res.job_id,
             }
             documents.append(doc)
             if not args.json:
@@ -214,8 +218,22 @@ def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
                 (tqdm.write if many else print)(line)
                 for warning in res.warnings:
                     print(f"  warning: {warning}", file=sys.stderr)
+        if args.extract and args.wait:
+            # The facts job runs in this process's worker: a command that exited now would leave it queued.
+            print("adding the LLM's facts beside the messages ...", file=sys.stderr)
+            bank.wait_idle(None)
+            facts = [m for d in documents for m in bank.memories(hs.store.units_of_document(bank.id, d["document_id"]))
+                     if m.cites is not None]
+            for d in documents:
+                d["facts"] = sum(1 for m in facts if m.document_id == d["document_id"])
+            failed = [j for j in bank.jobs() if j.status == "failed" and j.id in {d["job_id"] for d in documents}]
+            for job in failed:
+                print(f"  facts of {job.payload.get('document_id')!r} failed (the messages are kept): {job.error}",
+                      file=sys.stderr)
     totals = {k: sum(d[k] for d in documents) for k in ("memories", "links")}
     if not args.json:
+        if args.extract and args.wait:
+            print(f"{plural(sum(d.get('facts', 0) for d in documents), 'fact')} added by the LLM")
         if many:
             print(f"total: {len(documents)} documents, {plural(totals['memories'], 'memory', 'memories')}, "
                   f"{plural(totals['links'], 'link')} in bank {args.bank!r}")

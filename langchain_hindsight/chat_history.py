@@ -54,10 +54,11 @@ class HindsightChatMessageHistory(BaseChatMessageHistory):
     """Chat message history kept durably in a Hindsight bank, with every batch also retained as memory.
 
     ``messages`` returns exactly what was added (types, ids, ``additional_kwargs``, metadata), across
-    process restarts. ``extract`` chooses LLM fact extraction (default) or raw ingest; ``background=True``
-    stores the transcript synchronously and queues extraction as a durable job, so adding never waits for a
-    model (``bank.wait_idle()`` waits for it). ``clear()`` deletes the session's transcript; memories
-    extracted from it stay in the bank unless ``forget_memories=True``.
+    process restarts. Adding never waits for a model: the messages become memories at once, and with ``extract``
+    (default) the LLM's facts are added beside them by a durable job (``bank.wait_idle()`` waits for it;
+    ``extract=False``: no model at all). ``background=True`` defers even the raw memories to a job.
+    ``clear()`` deletes the session's transcript; memories made from it stay in the bank unless
+    ``forget_memories=True``.
 
     Example:
         ```python

@@ -65,7 +65,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
     The bank is chosen per run like the LangGraph nodes: ``context={"bank_id": ...}`` (or an attribute of a
     context object), else ``config["configurable"]["bank_id"]``, else ``bank_id=`` / the ``Bank`` given
     here. ``budget`` bounds the injected memories in tokens. ``extract`` / ``background`` configure retain
-    (LLM extraction or raw ingest; queue extraction instead of waiting for it).
+    (the LLM's facts added by a job after the messages are stored, or no model at all; ``background`` defers
+    even the raw memories to a job). Retain never waits for a model.
 
     Example:
         ```python

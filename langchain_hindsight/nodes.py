@@ -140,9 +140,9 @@ def create_retain_node(
     """A node that retains the latest exchange: the last human message and every message after it
     (system messages, such as injected memories, are left out).
 
-    ``extract`` chooses LLM extraction or raw ingest; ``background=True`` stores the exchange and queues
-    extraction so the graph does not wait for a model. ``state_key`` (optional) receives the document id,
-    memory ids and job id.
+    The exchange becomes memories at once and the graph goes on; with ``extract`` (default) a job adds the LLM's
+    facts beside them (``extract=False``: no model at all); ``background=True`` defers even the raw memories to
+    a job. ``state_key`` (optional) receives the document id, memory ids and job id.
     """
     source = BankSource(memory, bank_id)
 

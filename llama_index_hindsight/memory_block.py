@@ -37,8 +37,8 @@ class HindsightMemoryBlock(BaseMemoryBlock[str]):
     - ``aput``: retains the messages ``Memory`` flushes (``user``/``assistant`` turns; roles map to the
       speakers ``user_name``/``assistant_name``), as one document per flush whose id is derived from the
       session and the messages, so retaining the same messages twice never duplicates memories.
-      ``extract=True`` runs the LLM fact extractor; ``extract=False`` stores messages as memories without
-      any model call.
+      The messages become memories at once; ``extract=True`` has a background job add the LLM's facts
+      beside them (``bank.wait_idle()``), ``extract=False`` makes no model call at all.
 
     ``priority`` defaults to 1: when ``Memory`` must shrink its blocks, the lowest-ranked memories go first
     (``atruncate``); 0 would mean never truncate.

@@ -464,3 +464,31 @@ def test_export_then_import_through_the_command_line(
     assert code == 2 and "line 3" in err
     banks = {b["id"] for b in run_json(store, capsys, "stats")["banks"]}
     assert "chat-broken" not in banks and "chat-copy" in banks
+
+
+def test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``retain`` is a foreground command: with extraction it waits for the facts job its own worker runs (an
+    OpenAI-compatible stub on loopback answers), and ``--no-wait`` leaves the job queued for the next process."""
+    from test_llm_unit import StubEndpoint
+
+    stub = StubEndpoint()
+    stub.content = json.dumps({"facts": [{"text": "Rosa works at the Lighthouse Bakery.", "src": ["m1"]}]})
+    monkeypatch.setenv("HINDSIGHT_LLM_BASE_URL", stub.base_url)
+    monkeypatch.setenv("HINDSIGHT_LLM_MODEL", "stub")
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps([{"speaker": "Rosa", "text": "I work at the Lighthouse Bakery.", "id": "m1"}]))
+    try:
+        code, out, err = call("--path", str(tmp_path / "m"), "--json", "retain", "b", str(path), "--no-wait")
+        assert code == 0, err
+        (doc,) = json.loads(out)["documents"]
+        assert doc["memories"] == 1 and doc["job_id"] and "facts" not in doc and stub.requests == []
+        code, out, err = call("--path", str(tmp_path / "m"), "--json", "retain", "b", str(path),
+                              "--document-id", "d2")
+        assert code == 0, err
+        (doc,) = json.loads(out)["documents"]
+        assert doc["memories"] == 1 and doc["facts"] == 1  # this one's facts, waited for
+        assert len(stub.requests) == 2  # the first retain's queued job ran in this process too
+    finally:
+        stub.close()

@@ -182,3 +182,11 @@ def test_recall_packs_a_fact_and_the_message_it_cites_once_and_the_trace_says_so
         top = next(i for i in shown if i in pair)
         (other,) = pair - {top}
         assert other not in shown and items[other].covered_by == top
+
+
+def test_distinct_evidence_first_leaves_a_bank_without_facts_in_rank_order() -> None:
+    """Raw ingest (``extract=False``) and every bank stored before facts existed rank exactly as before."""
+    ranked = [_mem(f"r{i}") for i in range(50)]
+    covered: dict[str, str] = {}
+    assert [m.id for m in distinct_evidence_first(ranked, covered)] == [f"r{i}" for i in range(50)]
+    assert covered == {}

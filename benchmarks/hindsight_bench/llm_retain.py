@@ -35,11 +35,13 @@ def run_llm_retain(
         t = time.perf_counter()
         result = bank.retain(chosen.messages, timestamp=chosen.timestamp, document_id=chosen.document_id,
                              background=False)
+        bank.wait_idle(None)  # the facts job: retain returned once the messages were memories
         seconds = time.perf_counter() - t
+        units = bank.memories(hs.store.units_of_document(bank.id, result.document_id))
         facts = [
             {"text": m.text, "network": m.network.value, "sources": m.sources, "entities": m.entities,
              "occurred": [str(m.occurred_start), str(m.occurred_end)]}
-            for m in result.memories
+            for m in units if m.cites is not None
         ]
         bad = [f for f in facts if not f["sources"] or not set(f["sources"]) <= ids]
         summary = {

@@ -499,6 +499,10 @@ def run_conversation(
         bank_raw, bank_default = hs.bank(f"raw-{sample_id}"), hs.bank(f"default-{sample_id}")
         done = ({d.id for d in bank_default.documents(status="done")}
                 & {d.id for d in bank_raw.documents(status="done")})
+        if any(s.document_id not in record for s in chosen):
+            # Load the embedder and NER before any clock runs (a bank of its own, deleted again).
+            hs.bank("warm-up").retain("Warm-up.", extract=False, background=False)
+            hs.delete_bank("warm-up")
         for s in chosen:
             if s.document_id in record and s.document_id in done and bank_default.wait_idle(3600):
                 log(f"{s.document_id}: already retained (resumed from {record_path})")

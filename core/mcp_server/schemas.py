@@ -62,11 +62,12 @@ class RetainOut(BaseModel):
 
     bank: str
     document_id: str = Field(description="the stored document (for `forget` with document_id)")
-    memories: list[MemoryOut] = Field(description="the memories extracted from it (none yet when queued)")
+    memories: list[MemoryOut] = Field(description="the memories made from it (none yet when queued)")
     entities: list[str] = Field(default_factory=list, description="entities it touched")
     warnings: list[str] = Field(default_factory=list)
-    queued: bool = Field(False, description="extraction was deferred to a background job")
-    job_id: str | None = Field(None, description="that job, when queued")
+    queued: bool = Field(False, description="the whole retain was deferred to a background job")
+    job_id: str | None = Field(None, description="the background job still to run: the deferred retain, or the one "
+                                                 "adding the model's facts")
 
     @classmethod
     def of(cls, bank: str, result: RetainResult) -> RetainOut:

@@ -81,14 +81,16 @@ class MemoryTools:
             description="id of this document; retaining the same id again replaces what it produced")] = None,
         context: Annotated[str | None, Field(description="free-text context for the extractor")] = None,
         extract: Annotated[bool, Field(
-            description="true: a language model extracts narrative facts; false: each message is stored as a "
-                        "memory without any model call (fast)")] = True,
+            description="true: each message is stored as a memory at once and a language model then adds "
+                        "narrative facts beside them in the background; false: no model call at all")] = True,
         defer: Annotated[bool, Field(
-            description="return as soon as the raw input is stored; extraction runs in the background")] = False,
+            description="return as soon as the raw input is stored; even the message memories are made in the "
+                        "background")] = False,
     ) -> RetainOut:
-        """Store text or a conversation in long-term memory and extract memories from it.
+        """Store text or a conversation in long-term memory: each message becomes a memory before this returns.
 
-        Returns the stored document's id and the memories extracted, each with its id, sources and dates.
+        Returns the stored document's id and its memories, each with its id, sources and dates; with extract, the
+        job that adds the model's facts (``job_id``).
         """
         target = await self._bank(bank, create=True)
         payload: str | list[dict[str, Any]] = (
