@@ -314,7 +314,8 @@ class OpenAICompatibleLLM:
     def _note_usage(self, completion: Any) -> None:
         usage = getattr(completion, "usage", None)
         extra = getattr(completion, "model_extra", None) or {}
-        timings = extra.get("timings") if isinstance(extra.get("timings"), dict) else {}
+        found = extra.get("timings")
+        timings: dict[str, Any] = found if isinstance(found, dict) else {}
         details = getattr(usage, "prompt_tokens_details", None)
         cached = getattr(details, "cached_tokens", None) if details is not None else None
         self._usage.value = {
