@@ -470,7 +470,8 @@ def test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``retain`` is a foreground command: with extraction it waits for the facts job its own worker runs (an
-    OpenAI-compatible stub on loopback answers), and ``--no-wait`` leaves the job queued for the next process."""
+    OpenAI-compatible stub on loopback answers); ``--no-wait`` returns at once and a job it leaves queued is run by
+    the next process."""
     from test_llm_unit import StubEndpoint
 
     stub = StubEndpoint()
@@ -483,12 +484,13 @@ def test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to(
         code, out, err = call("--path", str(tmp_path / "m"), "--json", "retain", "b", str(path), "--no-wait")
         assert code == 0, err
         (doc,) = json.loads(out)["documents"]
-        assert doc["memories"] == 1 and doc["job_id"] and "facts" not in doc and stub.requests == []
+        assert doc["memories"] == 1 and doc["job_id"] and "facts" not in doc  # returned without waiting
         code, out, err = call("--path", str(tmp_path / "m"), "--json", "retain", "b", str(path),
                               "--document-id", "d2")
         assert code == 0, err
         (doc,) = json.loads(out)["documents"]
         assert doc["memories"] == 1 and doc["facts"] == 1  # this one's facts, waited for
-        assert len(stub.requests) == 2  # the first retain's queued job ran in this process too
+        extractions = [r for r in stub.requests if "into facts" in r["messages"][0]["content"]]
+        assert len(extractions) == 2  # the first retain's job ran too (in its process, or resumed in this one)
     finally:
         stub.close()
