@@ -129,13 +129,21 @@ def test_chat_history_llm_extraction_in_the_background(tmp_path: Path, qwen: Loc
         history.add_messages([HumanMessage(TOLD, id="u1"), AIMessage("That sounds exciting!", id="a1")])
         assert history.last_result is not None and history.last_result.queued
         assert [m.id for m in history.messages] == ["u1", "a1"]  # stored before any model call
-        job_id = history.last_result.job_id
+        document_id = history.last_result.document_id
         deadline = time.monotonic() + 600
-        # wait for the extraction job only (the observation jobs it queues next are not this test's business)
-        while next(j for j in bank.jobs() if j.id == job_id).status != JobStatus.DONE:
-            assert time.monotonic() < deadline, "extraction job did not finish"
+
+        def facts_done() -> bool:
+            # the deferred retain stores the raw messages, then queues the facts job of the document
+            return any(j.kind == "facts" and j.payload.get("document_id") == document_id
+                       and j.status == JobStatus.DONE for j in bank.jobs())
+
+        # wait for the facts job only (the observation jobs it queues next are not this test's business)
+        while not facts_done():
+            assert time.monotonic() < deadline, "facts job did not finish"
             time.sleep(0.5)
         memories = bank.recall(ASKED).memories
-        extracted = next(m for m in memories if "Lisbon" in m.text)
-        assert "u1" in extracted.sources and extracted.document_id == history.last_result.document_id
-        assert not extracted.text.startswith("user:")  # a narrative fact, not the raw message
+        raw = next(m for m in memories if m.cites is None and "u1" in m.sources)
+        assert raw.text.startswith("user:")  # the message itself is a memory
+        extracted = next(m for m in memories if m.cites is not None and "Lisbon" in m.text)
+        assert "u1" in extracted.sources and extracted.document_id == document_id
+        assert raw.id in extracted.cites and not extracted.text.startswith("user:")  # a fact beside the message
