@@ -42,14 +42,20 @@ def test_llm_retain_yields_sourced_narrative_facts_entities_and_links(tmp_path: 
         bank = hs.bank("caroline")
         result = bank.retain(EXCHANGE, timestamp=T0, document_id="session-1", background=False)
         ids = {m["id"] for m in EXCHANGE}
-        assert 2 <= len(result.memories) <= 12
-        for memory in result.memories:
+        assert [m.sources for m in result.memories] == [[m["id"]] for m in EXCHANGE]  # the messages, at once
+        assert bank.wait_idle(900)  # the facts job
+        units = bank.memories(hs.store.units_of_document("caroline", "session-1"))
+        facts = [m for m in units if m.cites is not None]
+        raw_ids = {m.id for m in result.memories}
+        assert 2 <= len(facts) <= 12 and {m.id for m in units} >= raw_ids  # added beside every raw message
+        for memory in facts:
+            assert set(memory.cites or []) <= raw_ids
             assert memory.sources and set(memory.sources) <= ids, memory
             assert memory.document_id == "session-1"
             assert memory.network in (Network.WORLD, Network.EXPERIENCE, Network.OPINION)
             assert memory.mentioned_at is not None
         # Narrative facts name who they are about instead of "I"/"you".
-        assert any("Caroline" in m.text for m in result.memories)
+        assert any("Caroline" in m.text for m in facts)
         assert "Caroline" in result.entities
         assert result.links > 0
         assert bank.document("session-1").status == DocumentStatus.DONE
