@@ -1,9 +1,9 @@
 """When an extracted fact happened: the model's ``start``/``end`` strings and the fact's own words.
 
 Every time expression is resolved by the shared resolver (``hindsight_core.temporal``, the one recall uses
-for queries), against the *source message's* time and with the fact's tense (``detect_tense``: "Caroline
-is going to Paris in June" said in May is this June, "Caroline went to Paris in June" the last one). What
-stays here is what only model output needs:
+for queries), against the *source message's* time and in the tense of its sentence (``statement_expressions``:
+"Caroline is going to Paris in June" said in May is this June, "Caroline went to Paris in June" the last one,
+"The race is on 13 April" said in March the coming one). What stays here is what only model output needs:
 
 * ``start``/``end`` are read as ISO dates first (``YYYY-MM`` and ``YYYY`` become month/year ranges), then
   as any expression the shared resolver reads ("yesterday", "last Friday", "a few days ago", "June
@@ -29,7 +29,14 @@ from datetime import UTC, date, datetime, timedelta
 
 from dateutil.relativedelta import relativedelta
 
-from ..temporal import TemporalConstraint, Tense, detect_tense, find_temporal_expressions, parse_temporal
+from ..temporal import (
+    TemporalConstraint,
+    Tense,
+    find_temporal_expressions,
+    parse_temporal,
+    statement_expressions,
+    statement_tense,
+)
 
 __all__ = ["DateRange", "annotate_relative", "occurrence", "parse_model_date", "phrase_range", "phrase_ranges"]
 
@@ -128,15 +135,16 @@ def parse_model_date(value: str, ref: datetime, tense: Tense | None = None) -> D
     return shared if shared is not None else _dateparser_range(text, ref, tense)
 
 
-def _deictic_phrases(text: str, ref: datetime, tense: Tense | None) -> list[tuple[int, int, DateRange]]:
-    """Spans and days of the phrases in ``text`` that the reference time resolves ("yesterday", "in June").
+def _deictic_phrases(text: str, ref: datetime) -> list[tuple[int, int, DateRange]]:
+    """Spans and days of the phrases in ``text`` that the reference time resolves ("yesterday", "in June"),
+    each in the tense of its sentence (``statement_expressions``).
 
     Phrases that name their year ("June 2022") need no help; possessives ("yesterday's game") and phrases
     already followed by a parenthesis (an earlier annotation) are left alone.
     """
     found: list[tuple[int, int, DateRange]] = []
     pos = 0
-    for c in find_temporal_expressions(text, ref, tense=tense):
+    for c in statement_expressions(text, ref):
         start = _locate(text, c.expression, pos)
         if start < 0:
             continue
@@ -203,7 +211,7 @@ def annotate_relative(text: str, ref: datetime) -> str:
     """Append the absolute date to phrases resolved against ``ref`` ("yesterday (7 May 2023)")."""
     out: list[str] = []
     pos = 0
-    for _start, end, rng in _deictic_phrases(text, ref, detect_tense(text)):
+    for _start, end, rng in _deictic_phrases(text, ref):
         out.append(f"{text[pos:end]} ({_fmt_range(rng)})")
         pos = end
     out.append(text[pos:])
@@ -230,13 +238,13 @@ def occurrence(
 
     ``mentioned`` is the (earliest) source message's time; see the module docstring for the rules.
     """
-    tense = detect_tense(text)
+    tense = statement_tense(text)  # "Maya booked Porto for June" with start "June": the coming June
     start_raw, end_raw = start_raw.strip(), end_raw.strip()
     gave_start = start_raw.lower() not in _BLANK_DATES
     gave_end = end_raw.lower() not in _BLANK_DATES
     start_rng = parse_model_date(start_raw, mentioned, tense) if gave_start else None
     end_rng = parse_model_date(end_raw, mentioned, tense) if gave_end else None
-    phrases = phrase_ranges(text, mentioned, tense)
+    phrases = [rng for rng in (_date_range(c, mentioned) for c in statement_expressions(text, mentioned)) if rng]
     said = phrases[0] if phrases else None
     today = (mentioned.date(), mentioned.date())
     given = [rng for rng, gave in ((start_rng, gave_start), (end_rng, gave_end)) if gave]

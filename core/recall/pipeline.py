@@ -63,18 +63,18 @@ class RecallPipeline:
             return constraint
         anchor_vec = embed_queries(self.embedder, [constraint.anchor])[0]
         hits = self.trusted(bank_id, self.index.query(bank_id, anchor_vec, 3))
-        if not hits or hits[0][1] < ANCHOR_MIN_SIMILARITY:
-            return constraint
-        unit = self.store.get_units(bank_id, [hits[0][0]])
-        if not unit:
-            return constraint
-        start = unit[0].occurred_start or unit[0].mentioned_at
-        end = unit[0].occurred_end or start
-        if start is None:
-            return constraint
-        return constraint.model_copy(
-            update={"range": resolve_anchor(constraint, TimeRange(start=start, end=end or start))}
-        )
+        ids = [uid for uid, score in hits if score >= ANCHOR_MIN_SIMILARITY]
+        by_id = {u.id: u for u in self.store.get_units(bank_id, ids)} if ids else {}
+        for uid in ids:
+            unit = by_id.get(uid)
+            start = unit.occurred_start if unit is not None else None
+            end = (unit.occurred_end if unit is not None else None) or start
+            # A unit whose occurrence is only the instant it was said ("How was Porto?", said after the trip)
+            # says nothing about when the event was: skip it for the next best match that states a time.
+            if unit is None or start is None or (start == end == unit.mentioned_at):
+                continue
+            return constraint.model_copy(update={"range": resolve_anchor(constraint, TimeRange(start=start, end=end))})
+        return constraint
 
     def recall(
         self,

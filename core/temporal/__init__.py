@@ -5,15 +5,17 @@ The one resolver of time expressions, so that stored facts and the queries looki
 * recall: a query such as "what did Emma do last week?" gets a time constraint relative to the caller's
   reference time (``parse_temporal``);
 * raw retain: "I went to a support group yesterday", sent on 8 May 2023, gets the occurrence range
-  7 May 2023 (``parse_temporal`` with the message time as reference and the message's tense);
+  7 May 2023 (``statement_time``: each sentence resolved in its own tense, ``statement_tense``, against the
+  message time; "we booked Porto from 14 to 21 June", said in April, is this June);
 * LLM retain: the dates the model writes for a fact ("last Friday") and the time phrases in the fact
   itself go through the same functions (``hindsight_core.extract.dates``).
 
 Modules: ``model`` (``TemporalConstraint``), ``vocabulary`` (words and regex fragments), ``units``
-(calendar arithmetic), ``rules_relative`` / ``rules_calendar`` (one regex and handler per form),
-``anchors`` (event-relative expressions, ``resolve_anchor``), ``compose`` (prefixes such as "early",
-"the week before", "since"), ``parser`` (the pipeline and the public functions), ``tense``
-(``detect_tense``).
+(calendar arithmetic, ``_pick_year``: which instance a tense picks), ``rules_relative`` / ``rules_calendar`` /
+``rules_holiday`` (one regex and handler per form), ``anchors`` (event-relative expressions,
+``resolve_anchor``), ``compose`` (prefixes such as "early", "the week before", "since"; ranges), ``parser``
+(the pipeline and the public functions), ``tense`` (``detect_tense``, ``statement_tense``, sentences),
+``statement`` (``statement_time``: the time of a stated text).
 
 Design:
 
@@ -37,7 +39,17 @@ Design:
 Ambiguities, resolved as follows (past is preferred, as memories are mostly about the past, unless the
 caller passes ``tense="future"`` for a plan; ``tense="past"`` changes only "this Monday" / "this weekend" /
 "this June" / "this summer", which then mean the most recent one instead of the current week's, month's or
-season's; "since X" ignores the tense, as it always looks back):
+season's; ``tense="present"``, a statement with neither a past form nor a plan marker, looks ahead for
+weekdays, weekends and counts and takes the nearest month, date, holiday or season; "since X" ignores the
+tense, as it always looks back):
+
+* holidays are one day: fixed ones (Christmas, Boxing Day, New Year's Eve/Day, Valentine's, St Patrick's,
+  Halloween, Bonfire Night, the Fourth of July, May Day), Easter with Good Friday and Easter Monday, and US
+  weekday rules (Thanksgiving, Labor Day, Memorial Day, Mother's Day, Father's Day); the year as for "in June";
+* "in 3 days", "in two weeks' time", "in a fortnight", "in 6 months" are times only in a plan or the present
+  (the day, or the calendar week/month holding it); in a report or a query they are durations;
+* "from 14 to 21 June", "12-15 October", "June 14-21", "between 2 and 4 December" are one range, and so are
+  two explicit dates joined by a dash or "to" ("28 March - 2 April");
 
 * numeric dates: ``8/5/2023`` and ``8-5-2023`` are US month/day (5 August) unless the first number
   cannot be a month (``13/5/2023`` is 13 May); dotted ``8.5.2023`` is day.month (European style);
@@ -74,7 +86,8 @@ from __future__ import annotations
 from .anchors import resolve_anchor
 from .model import Relation, TemporalConstraint, Tense
 from .parser import find_temporal_expressions, parse_temporal
-from .tense import detect_tense
+from .statement import statement_expressions, statement_time
+from .tense import detect_tense, sentence_spans, statement_tense
 
 __all__ = [
     "Relation",
@@ -84,4 +97,8 @@ __all__ = [
     "find_temporal_expressions",
     "parse_temporal",
     "resolve_anchor",
+    "sentence_spans",
+    "statement_expressions",
+    "statement_tense",
+    "statement_time",
 ]

@@ -8,6 +8,7 @@ from datetime import UTC, timedelta
 from ..models import TimeRange, as_utc
 from .hits import _Hit
 from .model import Relation, TemporalConstraint
+from .rules_holiday import _R_HOLIDAY
 from .units import _Ctx, _num, _offset
 from .vocabulary import _DET, _FLAGS, _MON, _NUM, _US, _WD, _WEEKDAYS
 
@@ -61,6 +62,8 @@ def _h_anchor(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
         before = text[max(0, m.start() - 20) : m.start()].split()
         if before and before[-1].lower() in _NOT_TEMPORAL_BEFORE_AFTER:
             return None  # "looking after my kids"
+    if _R_HOLIDAY.match(text, m.start("np")):
+        return None  # "two days before Valentine's Day": a date, which the holiday rule and composition read
     words = m.group("np").split()
     kept = words[:1]
     for w in words[1:]:

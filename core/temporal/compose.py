@@ -22,6 +22,8 @@ _P_OFFSET = re.compile(
 _P_NEUTRAL = re.compile(r"\b(?:in|on|during|over|throughout)\s+$", _FLAGS)
 _P_RANGE_START = re.compile(r"\b(?:from|between)\s+$", _FLAGS)
 _P_CONNECTOR = re.compile(r"\s*(?:to|until|till|through|thru|and|-|–|—)\s*", _FLAGS)
+_P_DATE_CONNECTOR = re.compile(r"\s*(?:to|until|till|through|thru|-|–|—)\s*", _FLAGS)
+_P_DIGIT = re.compile(r"[0-9]")
 _P_RELATION = re.compile(
     r"\b(?P<r>ever\s+since|since|before|prior\s+to|after|until|till|up\s+to|by|from)\s+$", _FLAGS
 )
@@ -101,10 +103,15 @@ def _compose(text: str, ctx: _Ctx, hits: list[_Hit]) -> None:
             continue
         lo = max(0, h.start - _LOOKBACK)
         start_m = _P_RANGE_START.search(text[lo : h.start])
-        if start_m and _P_CONNECTOR.fullmatch(text[h.end : nxt.start]):
+        between = text[h.end : nxt.start]
+        # Without "from"/"between", two explicit dates joined by a dash or "to" are a range too ("28 March -
+        # 2 April"); weekdays are not ("Monday to Friday" is usually a habit).
+        dated = h.kind == nxt.kind == "day" and _P_DIGIT.search(text[h.start : h.end] + text[nxt.start : nxt.end])
+        if (start_m or (dated and _P_DATE_CONNECTOR.fullmatch(between))) and _P_CONNECTOR.fullmatch(between):
             s, e = h.win[0], nxt.win[1]
             if s is not None and e is not None and s <= e:
-                h.win, h.start, h.end, h.kind = (s, e), lo + start_m.start(), nxt.end, "span"
+                h.win, h.end, h.kind = (s, e), nxt.end, "span"
+                h.start = lo + start_m.start() if start_m else h.start
                 h.absolute = h.absolute and nxt.absolute
                 nxt.dead = True
     alive = [h for h in hits if not h.dead]

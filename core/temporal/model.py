@@ -11,9 +11,12 @@ from ..models import TimeRange
 Relation = Literal["during", "before", "after"]
 """On which side of the referenced period the events lie ("before 2020" is "before")."""
 
-Tense = Literal["past", "future"]
+Tense = Literal["past", "future", "present"]
 """Whether the text speaks about what happened or about a plan; it only matters for expressions whose direction
-English leaves open ("on Monday", "this Monday", "in June", "over the summer"). See ``detect_tense``."""
+English leaves open ("on Monday", "this Monday", "in June", "over the summer", "at Christmas", "in 3 days").
+``"present"`` is a statement with neither a past form nor a plan marker ("The race is on 13 April", "Let's meet on
+Monday"): weekdays, weekends and counts ("in 3 days") then look ahead, while months, dates, holidays and seasons
+take the instance nearest to the reference. See ``detect_tense`` and ``statement_tense``."""
 
 
 class TemporalConstraint(BaseModel):

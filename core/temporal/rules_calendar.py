@@ -7,7 +7,20 @@ import re
 from datetime import date
 
 from .hits import _Hit, _reject
-from .units import _Ctx, _day_end, _days, _months, _season, _season_dates, _thirds, _two_digit_year, _year_of, _years
+from .units import (
+    _Ctx,
+    _day_end,
+    _days,
+    _month_last,
+    _months,
+    _pick_year,
+    _season,
+    _season_dates,
+    _thirds,
+    _two_digit_year,
+    _year_of,
+    _years,
+)
 from .vocabulary import (
     _BARE_MONTHS,
     _FLAGS,
@@ -34,7 +47,7 @@ _NEUTRAL_CUES = frozenset({"in", "during", "throughout", "over"})
 _STRONG_RELATION_CUES = frozenset({"since", "before", "after", "until", "till", "through"})
 
 _R_MONTH = re.compile(
-    rf"\b(?:(?P<cue>in|during|throughout|over|since|before|after|until|till|through|from|by|last|this|next"
+    rf"\b(?:(?P<cue>in|during|throughout|over|since|before|after|until|till|through|from|by|for|last|this|next"
     rf"|early|mid|late|(?:the\s+)?(?:very\s+)?(?:beginning|start|middle|end)\s+of)[\s-]+)?"
     rf"(?P<body>(?:the\s+month\s+of\s+)?(?P<mon>{_MON})(?P<dot>\.)?(?:,?\s+(?:of\s+)?(?P<y>{_YEAR}))?)"
     rf"(?![\w'])(?!\s*(?:the\s+)?[0-9]{{1,2}}(?:st|nd|rd|th)?\b)",
@@ -54,7 +67,9 @@ def _h_month(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
         semantic = cue_word in ("last", "this", "next")
         part = cue_word in ("early", "mid", "late", "of")
         strong = cue_word in _NEUTRAL_CUES or cue_word in _STRONG_RELATION_CUES or semantic or part
-        weak = cue_word in ("from", "by")
+        # "booked Porto for June": in a plan "for" names the month; elsewhere it may name a person ("for June").
+        strong = strong or (cue_word == "for" and ctx.future)
+        weak = cue_word in ("from", "by", "for")
         if strong or (weak and low not in _NAME_MONTHS and not abbreviated):
             if low in _VERB_MONTHS and not _MONTH_TAIL.match(text, m.end()):
                 return None
@@ -68,12 +83,10 @@ def _h_month(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
             year = t.year if month < t.month else t.year - 1
         elif cue_word == "next":
             year = t.year if month > t.month else t.year + 1
-        elif cue_word == "this" and ctx.tense is None:
+        elif cue_word == "this" and ctx.tense in (None, "present"):
             year = t.year
-        elif ctx.future:  # "in June" in a plan: the next one, the current month included
-            year = t.year if month >= t.month else t.year + 1
-        else:  # the most recent such month at or before the reference
-            year = t.year if month <= t.month else t.year - 1
+        else:  # past: the latest begun; plan: the next, the current month included; present: the nearest
+            year = _pick_year(ctx, lambda y: (date(y, month, 1), _month_last(y, month)))
     # Neutral and semantic cues belong to the expression; relation/part cues are composed later.
     keep_cue = cue_word in _NEUTRAL_CUES or cue_word in ("last", "this", "next")
     start = m.start() if keep_cue else m.start("body")
@@ -94,7 +107,10 @@ def _h_month_range(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
     t = ctx.today
     if yb is None and ya is not None:
         yb = ya if b >= a else ya + 1
-    if yb is None:
+    if yb is None and ctx.ahead:  # a plan or the present: the next (or the nearest) such span
+        ya = _pick_year(ctx, lambda y: (date(y, a, 1), _month_last(y if b >= a else y + 1, b)))
+        yb = ya if b >= a else ya + 1
+    if yb is None:  # past: the most recent span that has ended by this month
         yb = t.year if b <= t.month else t.year - 1
     if ya is None:
         ya = yb if a <= b else yb - 1
@@ -172,14 +188,10 @@ def _h_season(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
             y = t.year - 1
             while _season_dates(ctx, name, y)[0] <= t:
                 y += 1
-        elif mod == "this" and ctx.tense is None:  # the current one, else the one starting this calendar year
+        elif mod == "this" and ctx.tense in (None, "present"):  # the current one, else the one starting this year
             y = t.year - 1 if name == "winter" and t.month <= 2 else t.year
-        elif ctx.future:  # "over the summer" in a plan: the current one, else the next one
-            y = t.year - 1
-            while _season_dates(ctx, name, y)[1] < t:
-                y += 1
-        else:  # "the summer", "over the summer": the most recent one that has begun
-            y = t.year if _season_dates(ctx, name, t.year)[0] <= t else t.year - 1
+        else:  # "over the summer": past, the latest begun; plan, the current else the next; present, the nearest
+            y = _pick_year(ctx, lambda year: _season_dates(ctx, name, year))
     win = _season(ctx, name, y)
     if part:
         win = _thirds(ctx, win, "season", _PARTS[part])
@@ -198,15 +210,22 @@ _R_MDY = re.compile(
 )
 
 
+def _valid_day(year: int, month: int, day: int) -> tuple[date, date] | None:
+    """The day as a one-day span, or None where it does not exist in that year (29 February)."""
+    try:
+        d = date(year, month, day)
+    except ValueError:
+        return None
+    return d, d
+
+
 def _date_hit(m: re.Match[str], ctx: _Ctx, y: int | None, month: int, day: int) -> _Hit:
     given = y is not None
-    if y is None:  # the most recent such date at or before the reference day (in a plan: the next one)
-        step = 1 if ctx.future else -1
-        y = ctx.today.year
-        if ctx.future and (month, day) < (ctx.today.month, ctx.today.day):
-            y += 1
-        elif not ctx.future and (month, day) > (ctx.today.month, ctx.today.day):
-            y -= 1
+    if y is None:  # the most recent such date at or before the reference day (plan: the next; present: nearest)
+        step = 1 if ctx.ahead else -1
+        if not 1 <= month <= 12:
+            return _reject(m)
+        y = _pick_year(ctx, lambda year: _valid_day(year, month, day))
         if month == 2 and day == 29:
             while not calendar.isleap(y):
                 y += step
@@ -233,8 +252,11 @@ def _h_named_date(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
     cued = m.group("ord") or m.groupdict().get("of") or m.group("the")
     ambiguous = tok.lower() in _VERB_MONTHS or tok.lower() not in _FULL_MONTHS
     if y is None and not cued and ambiguous and not tok[0].isupper():
-        # "2 may be enough", "march 10 miles": without a year or an ordinal the month must look like one.
-        return None
+        # "2 may be enough", "march 10 miles": without a year or an ordinal the month must look like one; a day
+        # before it and an end or a connector after it do ("away 28 march - 2 april", "on 2 may.").
+        day_first = m.re is _R_DMY
+        if not (day_first and _MONTH_TAIL.match(text, m.end())):
+            return None
     return _date_hit(m, ctx, y, _MONTHS[tok.lower()], int(m.group("d")))
 
 
@@ -299,3 +321,44 @@ def _h_fallback(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
 
 
 
+
+
+# Day ranges inside one month: "from 14 to 21 June", "12-15 October", "between 2 and 4 December", "June 14-21",
+# "from the 20th to the 24th of January". ("from 2 January to 10 February" is two dates joined by composition.)
+_DAY_TO = r"\s*(?P<conn{n}>-|–|—|to|until|till|through|thru|and)\s*(?:the\s+)?"
+_R_DAY_RANGE = re.compile(
+    rf"\b(?:(?P<cue>from|between)\s+)?(?:the\s+)?(?P<d1>[0-9]{{1,2}})(?:st|nd|rd|th)?{_DAY_TO.format(n=1)}"
+    rf"(?P<d2>[0-9]{{1,2}})(?:st|nd|rd|th)?(?:\s+of)?[\s-]+(?P<mon>{_MON})\.?(?:,?\s+(?P<y>{_YEAR}))?(?![\w'])"
+    rf"|\b(?:(?P<cue2>from|between)\s+)?(?P<mon2>{_MON})\.?\s+(?:the\s+)?(?P<e1>[0-9]{{1,2}})(?:st|nd|rd|th)?"
+    rf"{_DAY_TO.format(n=2)}(?P<e2>[0-9]{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<y2>{_YEAR}))?(?![\w'])(?!:|[.,/][0-9])",
+    _FLAGS,
+)
+
+
+def _h_day_range(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
+    first = m.group("d1") is not None
+    cue = (m.group("cue") if first else m.group("cue2")) or ""
+    conn = (m.group("conn1") if first else m.group("conn2")).lower()
+    if conn == "and" and cue.lower() != "between":
+        return None  # "3 and 4 May" without "between" is a list, not a range
+    tok = m.group("mon") if first else m.group("mon2")
+    low = tok.lower()
+    year_text = m.group("y") if first else m.group("y2")
+    if year_text is None and (low in _VERB_MONTHS or low not in _FULL_MONTHS) and not tok[0].isupper():
+        return None  # "march 3-4 miles": a lowercase verb or abbreviation must look like a month
+    month = _MONTHS[low]
+    a, b = (int(m.group("d1")), int(m.group("d2"))) if first else (int(m.group("e1")), int(m.group("e2")))
+    if not a < b:
+        return None  # "21-14 June" is no range; the date after it still counts
+
+    def span(year: int) -> tuple[date, date] | None:
+        try:
+            return date(year, month, a), date(year, month, b)
+        except ValueError:
+            return None
+
+    year = int(year_text) if year_text else _pick_year(ctx, span)
+    found = span(year)
+    if found is None:
+        return _reject(m)  # "30-31 February"
+    return _Hit(m.start(), m.end(), _days(ctx, *found), "span", absolute=year_text is not None)

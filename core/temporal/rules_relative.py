@@ -183,7 +183,10 @@ def _h_weekend(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
         win = _days(ctx, ws + timedelta(days=12), ws + timedelta(days=13))
     elif mod in ("this coming", "the coming", "coming"):
         win = _offset(ctx, "weekend", "after", 1, 1, t, t)
-    elif (mod == "this" and ctx.tense != "past") or ctx.future:
+    elif ctx.nearest and mod != "this" and t.weekday() <= 1:
+        # "Anything fun over the weekend?" said on a Monday: with no tense, the weekend just gone is nearer
+        win = _offset(ctx, "weekend", "before", 1, 1, t, t)
+    elif (mod == "this" and ctx.tense != "past") or ctx.ahead:
         # "this weekend", and "over the weekend" in a plan: the current week's (the current or the coming one)
         win = _days(ctx, ws + timedelta(days=5), ws + timedelta(days=6))
     elif t.weekday() >= 5:  # "the weekend" (or "this weekend" in the past) while it is the weekend: this one
@@ -195,14 +198,14 @@ def _h_weekend(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
 
 _R_WEEKDAY = re.compile(
     rf"\b(?:(?P<mod>last|this\s+past|this\s+coming|this|next|past|coming)\s+)?(?P<wd>{_WD})(?P<pl>s)?\b"
-    r"(?:\s+(?P<part>morning|afternoon|evening|night)\b)?",
+    r"(?:\s+(?P<part>morning|afternoon|evening|night)(?P<pl2>s)?\b)?",
     _FLAGS,
 )
 
 
 def _h_weekday(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
-    if m.group("pl"):
-        return _reject(m)  # "on Mondays": habitual
+    if m.group("pl") or m.group("pl2"):
+        return _reject(m)  # "on Mondays", "Thursday nights": habitual
     wd = _WEEKDAYS[m.group("wd").lower()]
     mod = " ".join((m.group("mod") or "").lower().split())
     t = ctx.today
@@ -214,7 +217,7 @@ def _h_weekday(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
         d = _week_start(t) + timedelta(days=7 + wd)
     elif mod in ("coming", "this coming"):
         d = _weekday_after(t, wd)
-    elif ctx.future:  # "on Monday", "this Monday" in a plan: the next one, today included
+    elif ctx.ahead:  # "on Monday", "this Monday" in a plan or the present: the next one, today included
         d = t + timedelta(days=(wd - t.weekday()) % 7)
     else:
         d = t - timedelta(days=(t.weekday() - wd) % 7)  # most recent, today included
@@ -238,3 +241,41 @@ def _h_bare_offset(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
 
 
 
+
+
+# Counts ahead of now: "in 3 days", "in two weeks' time", "in a fortnight", "in 6 months". Only a plan or a
+# present-tense statement makes them times ("The package arrives in three days"); in a report or a query they
+# are durations ("I finished it in three days"). Weeks, months and years are whole calendar units, the mirror
+# of "N weeks ago".
+_R_IN_COUNT = re.compile(
+    rf"\bin\s+(?:(?:just|only|about|around|roughly|another)\s+)?(?P<n>{_NUM})\s+(?P<unit>day|week|fortnight"
+    rf"|month|year)s?(?:['’]s?\s+time)?\b(?!\s+(?:ago|later|earlier|before|after|from|of|or)\b)",
+    _FLAGS,
+)
+
+
+def _h_in_count(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit | None:
+    if not ctx.ahead:
+        return None
+    lo, hi = _num(m.group("n"))
+    unit = _unit(m.group("unit"))
+    win = _offset(ctx, unit, "after", lo, hi, ctx.today, ctx.today)
+    return _Hit(m.start(), m.end(), win, "week" if unit == "fortnight" else unit)
+
+
+# "the day after tomorrow", "the week/weekend/month/year after next".
+_R_AFTER_NEXT = re.compile(
+    r"\bthe\s+(?:(?P<d>day)\s+after\s+tomorrow|(?P<unit>week|weekend|month|year)\s+after\s+next)\b", _FLAGS
+)
+
+
+def _h_after_next(m: re.Match[str], ctx: _Ctx, text: str) -> _Hit:
+    t = ctx.today
+    if m.group("d"):
+        d = t + timedelta(days=2)
+        return _Hit(m.start(), m.end(), _days(ctx, d, d), "day")
+    unit = m.group("unit").lower()
+    if unit == "weekend":  # next weekend is the one of next week (see _h_weekend): one week later
+        ws = _week_start(t)
+        return _Hit(m.start(), m.end(), _days(ctx, ws + timedelta(days=19), ws + timedelta(days=20)), "weekend")
+    return _Hit(m.start(), m.end(), _offset(ctx, unit, "after", 2, 2, t, t), unit)

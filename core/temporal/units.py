@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import calendar
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta, tzinfo
 
@@ -24,10 +25,45 @@ class _Ctx:
     def future(self) -> bool:
         return self.tense == "future"
 
+    @property
+    def ahead(self) -> bool:
+        """Weekdays, weekends and counts from now look forward: a plan, or a present-tense statement."""
+        return self.tense in ("future", "present")
+
+    @property
+    def nearest(self) -> bool:
+        """Months, dates, holidays and seasons take the instance nearest to the reference (present tense)."""
+        return self.tense == "present"
+
 
 def _context(reference_time: datetime, tense: Tense | None = None) -> _Ctx:
     now = reference_time if reference_time.tzinfo is not None else reference_time.replace(tzinfo=UTC)
     return _Ctx(tz=now.tzinfo or UTC, now=now, today=now.date(), tense=tense)
+
+
+def _pick_year(ctx: _Ctx, span: Callable[[int], tuple[date, date] | None]) -> int:
+    """The year whose instance ``span(year)`` (first and last day; ``None`` where there is none) the tense picks.
+
+    Past: the latest that has begun by the reference day; future: the earliest that has not ended; present: the
+    one containing the reference day, else the nearest (ties go ahead); no tense: as past.
+    """
+    t = ctx.today
+    years = [y for y in range(t.year - 2, t.year + 3) if span(y) is not None]
+
+    def bounds(y: int) -> tuple[date, date]:
+        found = span(y)
+        assert found is not None
+        return found
+
+    if ctx.future:
+        return min((y for y in years if bounds(y)[1] >= t), default=t.year)
+    if ctx.nearest:
+        def distance(y: int) -> tuple[int, int]:
+            first, last = bounds(y)
+            gap = 0 if first <= t <= last else min(abs((first - t).days), abs((last - t).days))
+            return gap, -y  # ties: the later one
+        return min(years, key=distance, default=t.year)
+    return max((y for y in years if bounds(y)[0] <= t), default=t.year)
 
 
 def _days(ctx: _Ctx, first: date, last: date) -> _Win:

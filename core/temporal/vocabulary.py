@@ -55,7 +55,7 @@ _DET = r"(?:the|my|our|his|her|their|your|its)"
 _PREFILTER = re.compile(
     r"[0-9]|\b(?:yesterday|today|tonight|tomorrow|day|week|month|year|fortnight|hour|minute|recent|lately"
     r"|late|other|earlier|later|spring|summer|autumn|fall|winter|morning|afternoon|evening|night|before"
-    r"|after|since|until|till|during|prior|while|whilst|"
+    r"|after|since|until|till|during|prior|while|whilst|christmas|xmas|easter|hallowe|thanksgiving|valentine|"
     + _MON[3:-1] + r"|(?:mon|tues|wednes|thurs|fri|satur|sun)day)",
     _FLAGS,
 )
