@@ -195,9 +195,12 @@ class EntityResolver:
             mentions = _dedupe(fact.entities)
             resolved: dict[str, str] = {}  # mention key -> entity id
             # Exact keys first, so that the related-name rules see the whole fact as context.
-            for key, _mention in mentions:
+            for key, mention in mentions:
                 if key in view.keys:
                     resolved[key] = view.keys[key]
+                    entity = view.by_id[resolved[key]]
+                    if resolved[key] in new_ids and _casing_rank(mention.name) > _casing_rank(entity.name):
+                        entity.name = mention.name  # not stored yet: show the best-cased form seen
             for key, mention in mentions:
                 if key in resolved:
                     continue
@@ -295,6 +298,13 @@ class EntityResolver:
             if together > 0 and together / before >= s.min_support:
                 support += 1
         return support >= s.min_shared_entities
+
+
+def _casing_rank(name: str) -> int:
+    """How well a spelling shows a name: every word capitalised (not shouted) > some capitalised > none."""
+    words = [w for w in name.split() if any(c.isalpha() for c in w)]
+    proper = sum(1 for w in words if w[:1].isupper() and not (w.isupper() and len(w) > 5))
+    return 2 if words and proper == len(words) else 1 if proper else 0
 
 
 def _pair(a: str, b: str) -> tuple[str, str]:

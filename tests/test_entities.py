@@ -288,3 +288,67 @@ def test_mentions_within_one_fact_are_deduplicated(store: SQLiteGraphStore) -> N
     names = commit(store, r, [fact(("Oscar", EntityType.PERSON), ("oscar", EntityType.OTHER))], "a")
     assert names == [["Oscar"]]
     assert commit(store, r, [fact(("?!", EntityType.OTHER), ("Óscar", EntityType.OTHER))], "b") == [["Oscar"]]
+
+
+def test_new_entity_shows_the_best_cased_form_of_one_retain(store: SQLiteGraphStore) -> None:
+    resolver = EntityResolver(store)
+    commit(store, resolver, [fact(("melanie", P)), fact(("Melanie", P)), fact(("MELANIE", P))], "u")
+    assert entity_names(store) == ["Melanie"]
+
+
+# --------------------------------------------------------------------------------------------------
+# mentions: which NER spans are names (raw extractor on chat text written for these tests)
+# --------------------------------------------------------------------------------------------------
+CHAT = [
+    ("Rosa", "Congrats on the promotion!! Glad it worked out"),
+    ("Theo", "Thanks! Wanna celebrate Tues? FYI I'm kinda broke lol"),
+    ("Rosa", "Nah I'll pay. Last Fri was on you"),
+    ("Theo", "ya, rosa is the best. My dog Pepper says hi"),
+    ("Rosa", "We're off to Porto in June, then a week in Porto with Clara's family"),
+    ("Theo", "The vet is on Gloucester Road, near Ed Sheeran's old flat"),
+    ("Rosa", "Shopping list:\n- 2 cups Flour\n- Baking Soda\n• Pepper's food"),
+]
+
+
+@pytest.fixture(scope="module")
+def chat_entities() -> list[list[tuple[str, EntityType]]]:
+    from hindsight_core.extract.raw_extractor import RawExtractor
+    from hindsight_core.models import Message
+
+    facts = RawExtractor().extract([Message(speaker=s, text=t, id=str(i)) for i, (s, t) in enumerate(CHAT)],
+                                   document_time=T0)
+    return [[(e.name, e.type) for e in f.entities] for f in facts]
+
+
+def test_chat_words_are_not_names(chat_entities: list[list[tuple[str, EntityType]]]) -> None:
+    names = {n for ents in chat_entities for n, _ in ents}
+    for word in ("Congrats", "Glad", "Wanna", "FYI", "Last Fri", "Tues", "Nah", "ya, rosa", "kinda", "lol",
+                 "Flour", "Baking Soda", "June", "Shopping"):
+        assert not any(word.casefold() in n.casefold().split() or word.casefold() == n.casefold() for n in names), (
+            word, names)
+    assert names == {"Rosa", "Theo", "Pepper", "Porto", "Clara", "Gloucester Road", "Ed Sheeran"}, names
+
+
+def test_names_are_cleaned_cased_and_typed(chat_entities: list[list[tuple[str, EntityType]]]) -> None:
+    types = {n: t for ents in chat_entities for n, t in ents}
+    assert types["Pepper"] == P  # "my dog Pepper": a named animal, not an organisation
+    assert types["Porto"] == L and types["Gloucester Road"] == L
+    assert types["Rosa"] == P
+    # The lower-case "rosa" in Theo's message is the speaker, shown as the speaker list writes her.
+    assert ("Rosa", P) in chat_entities[3]
+    assert ("Ed Sheeran", P) in chat_entities[5]  # possessive stripped
+    # A list line keeps its line breaks in NER's input: bullet and possessive stripped, ingredients dropped.
+    from hindsight_core.extract.ner import EntityRecognizer
+
+    found = EntityRecognizer().recognize(["Tom: My dog Pepper hates baths", CHAT[6][1]], ["Rosa", "Tom"])
+    assert [(e.name, e.type) for e in found[1]] == [("Pepper", P)]
+
+
+def test_clean_tokens_strips_bullets_possessives_and_chat_words() -> None:
+    from hindsight_core.extract.mention_rules import clean_tokens
+
+    assert clean_tokens(["•", " ", "Pepper", "'s"], 0)[0] == ["Pepper"]
+    assert clean_tokens(["ya", ",", "Melanie"], 0)[0] == ["Melanie"]
+    assert clean_tokens(["Congrats", "Mel", "!"], 0)[0] == ["Mel"]
+    assert clean_tokens(["Last", "Fri"], 0)[0] == []
+    assert clean_tokens(["Porto", "\n", "Zara"], 0)[0] == ["Porto"]

@@ -56,7 +56,7 @@ def test_metrics_count_pairs() -> None:
 
 
 def test_test_half_precision_and_recall() -> None:
-    result = run_entity_bench("test")
+    result = run_entity_bench("test", mentions=False)
     m = result["metrics"]
     assert m["precision"] >= 0.98, format_entity_bench(result)
     assert m["recall"] >= 0.9, format_entity_bench(result)
@@ -66,7 +66,7 @@ def test_test_half_precision_and_recall() -> None:
 
 
 def test_dev_half_runs_and_is_reported_separately() -> None:
-    result = run_entity_bench("dev")
+    result = run_entity_bench("dev", mentions=False)
     assert set(result["by_split"]) == {"dev"} and result["metrics"]["precision"] >= 0.98
 
 
@@ -85,3 +85,54 @@ def test_cli_prints_the_figures(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert main(["entities", "--data", str(small), "--split", "test"]) == 0
     assert "precision" in capsys.readouterr().out
     assert main(["entities", "--data", str(tmp_path / "missing.jsonl")]) == 2
+
+
+# --------------------------------------------------------------------------------------------------
+# the chat-mention set: is each kept mention a name, and of the right type
+# --------------------------------------------------------------------------------------------------
+def test_mention_set_is_well_formed() -> None:
+    from hindsight_bench.mentions import MENTIONS_DATA, load_conversations, parse_label
+
+    convs = load_conversations(MENTIONS_DATA)
+    types = {"PERSON", "LOCATION", "ORGANIZATION", "PRODUCT", "CONCEPT", "OTHER"}
+    counts = {"dev": [0, 0], "test": [0, 0]}
+    for conv in convs:
+        for speaker, text, names, not_names in conv["messages"]:
+            assert speaker in conv["speakers"]
+            for label in names:
+                name, etype = parse_label(label)
+                assert etype in types and name.casefold() in text.casefold(), (conv["id"], label)
+            assert all(n.casefold() in text.casefold() for n in not_names), conv["id"]
+            counts[conv["split"]][0] += len(names)
+            counts[conv["split"]][1] += len(not_names)
+    assert len({c["id"] for c in convs}) == len(convs) >= 20
+    # Several hundred candidate mentions, both kinds in both halves.
+    assert all(n >= 140 and x >= 140 for n, x in counts.values()), counts
+
+
+def test_mention_metrics_count() -> None:
+    from hindsight_bench.mentions import mention_metrics
+
+    rows = [{"kept": {"mel": ("Mel", "PERSON"), "glad": ("Glad", "PERSON"), "porto": ("Porto", "PERSON")},
+             "gold": {"mel": ("Mel", "PERSON"), "porto": ("Porto", "LOCATION"), "ruth": ("Ruth", "PERSON")},
+             "not_names": {"glad"}}]
+    m = mention_metrics(rows)
+    assert (m["precision"], m["recall"], m["type_accuracy"], m["not_names_kept"]) == (0.6667, 0.6667, 0.5, 1)
+
+
+def test_mention_bench_test_half() -> None:
+    from hindsight_bench.mentions import format_mention_bench, run_mention_bench
+
+    result = run_mention_bench("test")
+    m = result["metrics"]
+    assert set(result["by_split"]) == {"test"} and m["gold"] > 150
+    # Floors that guard today's figures (test: precision 0.89, recall 0.86). The target precision
+    # of 0.95 is not reached yet: the small model's remaining false names are capitalised common nouns.
+    assert m["recall"] >= 0.85 and m["precision"] >= 0.85, format_mention_bench(result)
+    assert m["not_names_kept"] <= 0.1 * m["not_names"]
+
+
+def test_entities_command_reports_mentions_with_the_bundled_set(capsys: pytest.CaptureFixture[str]) -> None:
+    result = run_entity_bench("dev")
+    assert "mentions" in result and result["mentions"]["split"] == "dev"
+    assert "entity mentions" in format_entity_bench(result)

@@ -169,7 +169,7 @@ def assert_no_bank(hs: Hindsight, bank_id: str) -> None:
 # round trips ---------------------------------------------------------------------------------------------
 def test_round_trip_without_vectors_is_exact(source: Hindsight, target: Hindsight, tmp_path: Path) -> None:
     exported = source.bank(SOURCE).export(tmp_path / "bank.jsonl")
-    assert exported.counts == {"bank": 1, "document": 3, "entity": 5, "unit": 10, "link": exported.counts["link"],
+    assert exported.counts == {"bank": 1, "document": 3, "entity": 6, "unit": 10, "link": exported.counts["link"],
                                "opinion_history": 2}
     assert exported.networks == {"observation": 1, "opinion": 2, "world": 7} and not exported.with_vectors
 

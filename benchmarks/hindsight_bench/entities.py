@@ -16,6 +16,9 @@ under one entity. Precision = correct merges / merges; recall = correct merges /
 
 The split into dev and test halves is fixed by scenario: the first byte of sha256(scenario id) is even for
 dev, odd for test. Rules were designed looking at dev only; test is the headline.
+
+With the bundled scenarios, the bench also scores the chat-mention set (``mentions.py``): precision and
+recall of "is this a name" and type accuracy of the mentions the raw extractor keeps.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_core.config import EntityResolutionSettings
+
+from .mentions import MENTIONS_DATA, format_mention_bench, run_mention_bench
 
 DATA = Path(__file__).resolve().parent / "data" / "entity_pairs.jsonl"
 SPLITS = ("dev", "test", "all")
@@ -163,9 +168,14 @@ def metrics(pairs: Iterable[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_entity_bench(
-    split: str = "test", path: str | Path = DATA, settings: EntityResolutionSettings | None = None
+    split: str = "test", path: str | Path = DATA, settings: EntityResolutionSettings | None = None,
+    mentions: str | Path | bool | None = True,
 ) -> dict[str, Any]:
     """Replay the scenarios of ``split`` (dev, test or all) and score them.
+
+    ``mentions``: also score the chat-mention set (``mentions.py``: is each kept mention a name, of the
+    right type) from this path; ``True`` means the bundled set when ``path`` is the bundled scenario set,
+    else none; ``False``/``None`` skips it. Its result is under ``"mentions"``.
 
     Returns ``{"split", "data", "scenarios", "metrics", "by_split", "by_category", "errors"}``: ``metrics``
     for the split asked, ``by_split`` for dev and test separately (those present), ``errors`` every pair
@@ -182,7 +192,11 @@ def run_entity_bench(
     by_category: dict[str, list[dict[str, Any]]] = {}
     for p in everything:
         by_category.setdefault(p["category"], []).append(p)
+    if mentions is True:
+        mentions = MENTIONS_DATA if Path(path).resolve() == DATA else None
+    mention_result = run_mention_bench(split, mentions) if mentions else None
     return {
+        **({"mentions": mention_result} if mention_result is not None else {}),
         "split": split,
         "data": str(path),
         "scenarios": len(scenarios),
@@ -210,4 +224,6 @@ def format_entity_bench(result: dict[str, Any]) -> str:
     out.append(f"\nerrors ({len(result['errors'])})")
     out.extend(f"  [{split_of(e['scenario'])}] {e['scenario']}: {e['a']} ~ {e['b']}: expected {e['expected']}, "
                f"got {e['got']}" for e in result["errors"])
+    if "mentions" in result:
+        out.append("\n" + format_mention_bench(result["mentions"]))
     return "\n".join(out)
