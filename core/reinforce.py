@@ -1,27 +1,26 @@
 """The opinion job (paper section 5.3): new facts reinforce, weaken or contradict the opinions they bear on.
 
 Runs in the background worker after a retain, when the bank holds opinions. An opinion is related to a new
-fact when they mention a common entity or their vectors are close; one structured model call per opinion
-labels the new evidence (:func:`hindsight_core.opinions.assess_opinion`) and the store moves the confidence.
-The bank's skepticism sizes the step, and decides whether evidence that is only second-hand ("I heard that
+fact when they share a name or their vectors are close (:mod:`hindsight_core.opinion_candidates`); one
+structured model call per opinion labels the new evidence (:func:`hindsight_core.opinions.assess_opinion`) and
+the store moves the confidence. Every assessed pair records a step in the opinion's history, neutral (a move of
+0) included. The bank's skepticism sizes the step, and decides whether evidence that is only second-hand ("I heard that
 ...") moves it at all (:func:`hindsight_core.disposition.hearsay_factor`); the label is recorded either way.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from .config import CaraSettings
 from .disposition import hearsay_factor, is_hearsay, opinion_step
 from .llm.base import LLM
-from .models import Job, Memory, Network, OpinionEvent
+from .models import Job, Memory, OpinionEvent
 from .observation_job import FACT_NETWORKS
+from .opinion_candidates import related_opinions
 from .opinions import Assessment, assess_opinion, confidence_delta
-from .stores.base import BankStore, EntityStore, OpinionStore, OpinionUpdate, UnitStore, VectorFilter, VectorIndex
-
-_SIMILAR_OPINIONS = 5  # nearest opinions considered per new fact
+from .stores.base import BankStore, EntityStore, OpinionStore, OpinionUpdate, UnitStore, VectorIndex
 
 
 class ReinforceStore(BankStore, UnitStore, EntityStore, OpinionStore, Protocol):
@@ -50,30 +49,10 @@ class OpinionReinforcer:
         self.owner = owner
 
     def related(self, bank_id: str, new: Sequence[Memory]) -> dict[str, set[str]]:
-        """Opinion id -> ids of the new facts that bear on it: a shared entity, an opinion's entity named as a
-        whole word in the fact's text (the recogniser misses names, e.g. at the start of a sentence), or a
-        close vector."""
-        store = self.store
-        related: dict[str, set[str]] = {}
-        for fact in new:
-            entity_ids = [e.id for n in fact.entities if (e := store.find_entity(bank_id, n)) is not None]
-            for op_id in store.units_in_network(bank_id, Network.OPINION, entity_ids) if entity_ids else []:
-                related.setdefault(op_id, set()).add(fact.id)
-        opinions = store.get_units(bank_id, store.units_in_network(bank_id, Network.OPINION))
-        for opinion in opinions:
-            names = [re.escape(n) for n in opinion.entities if len(n.strip()) >= 3]
-            if not names:
-                continue
-            named = re.compile(r"\b(?:" + "|".join(names) + r")\b")
-            for fact in new:
-                if named.search(fact.text):
-                    related.setdefault(opinion.id, set()).add(fact.id)
-        opinions_only = VectorFilter(networks=(Network.OPINION,))
-        for fact_id, vector in self.index.get_embeddings(bank_id, [m.id for m in new]).items():
-            for op_id, sim in self.index.query(bank_id, vector, _SIMILAR_OPINIONS, opinions_only):
-                if sim >= self.settings.opinion_similarity:
-                    related.setdefault(op_id, set()).add(fact_id)
-        return related
+        """Opinion id -> ids of the new facts that bear on it: a shared entity, one of the opinion's names (its
+        entity list, or a bank entity its text names) in the fact's entities or text, or a close vector (see
+        :mod:`hindsight_core.opinion_candidates`)."""
+        return related_opinions(self.store, self.index, bank_id, new, self.settings.opinion_similarity)
 
     def run(self, job: Job) -> None:
         """Job handler: see ``apply``."""
@@ -102,12 +81,13 @@ class OpinionReinforcer:
                 continue
             old = opinion.confidence if opinion.confidence is not None else 0.5
             verdict = assess_opinion(self._llm(), opinion.text, old, [(m.id, _content(m)) for m in evidence])
-            if verdict.label == Assessment.NEUTRAL:
-                continue
+            # Neutral is recorded too (a step of 0): the trajectory shows the evidence was heard, and the
+            # evidence counts as applied, so it is not asked about again.
             new_text = verdict.revised_text if verdict.label == Assessment.CONTRADICT else None
             delta = confidence_delta(verdict.label, step)
             rationale = verdict.rationale
-            if all(is_hearsay(m.text) for m in evidence):  # nobody saw it: skepticism decides if it counts
+            hearsay = all(is_hearsay(m.text) for m in evidence)
+            if hearsay and verdict.label != Assessment.NEUTRAL:  # nobody saw it: skepticism decides if it counts
                 factor = hearsay_factor(profile.disposition)
                 delta *= factor
                 if factor == 0.0:

@@ -254,11 +254,11 @@ def test_update_opinions_applies_evidence_once_and_finds_names_the_recogniser_mi
     llm = ScriptedLLM([_assessor("weaken")] * 3)
     with Hindsight.open(tmp_path / "m", llm=llm) as hs:
         bank = hs.bank("food")
-        opinion = bank.add_opinion("Lucciola is a good restaurant.", 0.5, entities=["Lucciola"])
-        # sentence-initial, lower-case context: the recogniser finds no entity here
-        news = bank.retain([{"speaker": "Nina", "text": "Lucciola failed its health inspection last week.",
+        opinion = bank.add_opinion("Fig is a good restaurant.", 0.5, entities=["Fig"])
+        # a common word opening the sentence: the recogniser keeps no entity here
+        news = bank.retain([{"speaker": "Nina", "text": "Fig failed its health inspection last week.",
                              "id": "n1"}], timestamp=T0, extract=False)
-        assert "Lucciola" not in news.memories[0].entities
+        assert "Fig" not in news.memories[0].entities
         first = bank.update_opinions(news.memory_ids)
         assert [(e.opinion_id, e.label, e.evidence) for e in first] == [(opinion.id, "weaken", news.memory_ids)]
         assert bank.update_opinions(news.memory_ids) == []  # already applied: nothing moves twice
