@@ -52,12 +52,16 @@ class _SummaryOut(BaseModel):
         return "" if v is None else clip(v, SUMMARY_CHARS + 100) if isinstance(v, str) else v
 
 
+# The facts come newest first (the job sorts them so, and clipping drops the oldest): the conflict rule must say
+# "newer", not "later in the list". Each sentence is checked against the facts afterwards
+# (observation_support), so the rules ask for what that check keeps: stated details, no repeats.
 _SYSTEM = """You write a short, objective summary of what the facts say about one entity.
 Rules:
-- 2-4 sentences, at most 600 characters.
-- Only what the facts state: no opinions, judgments, praise or advice.
-- When facts conflict, the later fact in the list wins.
-- If a previous summary is given, update it with the facts."""
+- 2-4 sentences, at most 600 characters; each sentence says something different.
+- Only what the facts state: no opinions, guesses, judgments, praise or advice.
+- Keep names, places, numbers and dates exactly as the facts give them; add none.
+- Facts are listed newest first; when facts conflict, the newer fact wins.
+- If a previous summary is given, update it with the facts and drop what they do not support."""
 
 
 def select_facts(
