@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "StoreLockedError": ".errors",
     "ConflictError": ".errors",
     "DocumentNotFoundError": ".errors",
+    "TooManyMessagesError": ".errors",
 }
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "StoreError",
     "StoreLockedError",
     "TimeRange",
+    "TooManyMessagesError",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,6 +102,7 @@ if TYPE_CHECKING:  # pragma: no cover
         LLMError,
         StoreError,
         StoreLockedError,
+        TooManyMessagesError,
     )
     from .hindsight import Hindsight
     from .models import (

@@ -31,6 +31,12 @@ class LinkSettings(BaseModel):
     adjacent_window: int = Field(2, ge=0, description="units before/after in the same document linked")
     semantic_threshold: float = Field(0.7, ge=0.0, le=1.0, description="cosine >= theta makes a semantic link")
     semantic_neighbors: int = Field(5, ge=0, description="nearest units checked per new unit")
+    # Without a cap, every passage of a text said at one time links to the same time-nearest older units: a 20 kB
+    # text gave an earlier note 64 links, and a book would give it one per passage. See docs/BENCHMARKS.md.
+    max_links_per_unit: int = Field(
+        24, ge=1, description="most links one retain adds at any unit, new or old (causal, then neighbours in "
+                              "the document, then semantic, then time-nearest elsewhere; strongest first)"
+    )
 
 
 SEMANTIC_WEIGHTS: dict[str, float] = {"all-MiniLM-L6-v2": 0.3, "all-mpnet-base-v2": 0.8}
@@ -138,3 +144,16 @@ class Settings(BaseModel):
         True, description="embed a unit with the question it answers (the unit before it, when that one asks)"
     )
     max_document_chars: int = Field(2_000_000, ge=1, description="larger inputs are rejected")
+    max_messages_per_retain: int = Field(
+        2000, ge=1, description="a retain of more messages is rejected (TooManyMessagesError): one call is one "
+                                "graph transaction, and 10,000 messages took 104 s; split them by session or day"
+    )
+    # Chosen on the dev half of `hindsight bench long-inputs --part passage-size` (20 questions about facts hidden in
+    # a 150 kB text; answered within 500 / 1,000 tokens, first, first 5): 400 chars 0.95 / 1.00 / 0.80 / 0.95, 600
+    # 1.00 / 1.00 / 0.85 / 1.00, 900 0.95 / 1.00 / 0.90 / 1.00, 1200 0.90 / 1.00 / 0.70 / 1.00, 2400 0.35 / 0.80 /
+    # 0.70 / 0.95. 600 and 900 tie; 900 (about 210 tokens, inside MiniLM's 256-token window with the date) makes a
+    # third fewer units, links and rows than 600 and gives a reader more context per passage.
+    passage_chars: int = Field(
+        900, ge=100, description="texts and messages longer than this are cut into passages of at most this many "
+                                 "characters (about 200 tokens), each a unit with its offsets as sources"
+    )

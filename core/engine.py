@@ -100,7 +100,8 @@ def wire(
     retainer.on_retained = jobs.queue_follow_ups
     retainer.notify = notify
     facts = FactJob(store, retainer, jobs.queue_follow_ups)
-    observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts)
+    observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts,
+                                     embedder.embed)
     reinforcer = OpinionReinforcer(store, index, vectors.reindex, llm, settings.cara, owner)
     handlers: dict[str, Handler] = {RETAIN: jobs.run_retain, FACTS: facts.run, REFLECT: jobs.run_reflect,
                                     OBSERVATIONS: observations.run, OPINIONS: reinforcer.run}

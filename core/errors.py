@@ -11,6 +11,16 @@ class InvalidInputError(HindsightError, ValueError):
     """The caller passed input that cannot be retained or recalled (empty, malformed, out of range)."""
 
 
+class TooManyMessagesError(InvalidInputError):
+    """One retain was given more messages than ``Settings.max_messages_per_retain``; nothing was stored. Split
+    the messages over several calls (by session or day). ``count`` and ``limit`` say by how much."""
+
+    def __init__(self, message: str, *, count: int, limit: int) -> None:
+        super().__init__(message)
+        self.count = count
+        self.limit = limit
+
+
 class BankNotFoundError(HindsightError, KeyError):
     """A bank was asked for by id without ``create=True`` and does not exist."""
 

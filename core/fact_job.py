@@ -16,7 +16,8 @@ from typing import Protocol
 
 from .errors import ConflictError, EmptyExtractionError
 from .inputs import document_input, normalise_messages
-from .models import Document, Job, Memory, Message, RetainResult
+from .models import Document, DocumentKind, Job, Memory, Message, RetainResult
+from .passages import message_sources, split_long_messages
 from .retain import RetainPipeline
 from .stores.base import DocumentStore, UnitStore
 
@@ -58,6 +59,8 @@ class FactJob:
         """Extract and store the facts of ``doc``; None when a newer retain of it took over meanwhile."""
         settings = self.retainer.settings
         messages, _ = normalise_messages(document_input(doc), doc.timestamp, [], settings.max_document_chars)
+        # Cut as retain cut it: each passage of a long text is a raw unit, and a prompt window holds a few passages.
+        messages = split_long_messages(messages, settings.passage_chars, text=doc.kind == DocumentKind.TEXT)
         labelled, index_of = _labelled(messages)
         units = self.store.get_units(doc.bank_id, self.store.units_of_document(doc.bank_id, doc.id))
         raw = [u for u in units if u.cites is None]
@@ -70,7 +73,7 @@ class FactJob:
         for fact in facts:
             indices = [index_of[s] for s in fact.sources if s in index_of]
             cites.append(list(dict.fromkeys(raw_of[i] for i in indices if i in raw_of)))
-            fact.sources = [s for s in fact.sources if not _is_label(s, messages, index_of)]
+            fact.sources = _provenance(fact.sources, messages, index_of)
             fact.position += FACT_POSITION_BASE
         log.info("document %r of bank %s: %d facts from %d messages", doc.id, doc.bank_id, len(facts), len(messages))
         try:
@@ -93,10 +96,17 @@ def _labelled(messages: Sequence[Message]) -> tuple[list[Message], dict[str, int
     return labelled, index_of
 
 
-def _is_label(source: str, messages: Sequence[Message], index_of: dict[str, int]) -> bool:
-    """Whether ``source`` is a private label rather than an id the caller gave."""
-    i = index_of.get(source)
-    return i is not None and messages[i].id is None
+def _provenance(sources: Sequence[str], messages: Sequence[Message], index_of: dict[str, int]) -> list[str]:
+    """A fact's sources as a caller reads them: private labels dropped, a passage's label replaced by its
+    message id (if any) and character offsets."""
+    out: list[str] = []
+    for source in sources:
+        i = index_of.get(source)
+        if i is None:
+            out.append(source)
+        elif messages[i].id is not None:  # None: a private label, not an id the caller gave
+            out.extend(message_sources(messages[i]))
+    return list(dict.fromkeys(out))
 
 
 def _raw_unit_of_message(messages: Sequence[Message], raw: Sequence[Memory], window: int) -> dict[int, str]:

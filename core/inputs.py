@@ -14,15 +14,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import InvalidInputError
+from .errors import InvalidInputError, TooManyMessagesError
 from .models import Document, DocumentKind, Message, as_utc
 
 RetainInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any] | Message | str]
 
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_PARAGRAPHS = re.compile(r"\n\s*\n")
-_SENTENCES = re.compile(r"(?<=[.!?])\s+")
 
 
 def clean_text(text: str, warnings: list[str], where: str) -> str:
@@ -65,9 +63,14 @@ def parse_timestamp(value: Any, what: str = "timestamp") -> datetime | None:
 
 
 def normalise_messages(
-    content: RetainInput, timestamp: datetime | None, warnings: list[str], max_chars: int
+    content: RetainInput, timestamp: datetime | None, warnings: list[str], max_chars: int,
+    max_messages: int | None = None,
 ) -> tuple[list[Message], bool]:
-    """Turn retain input into messages; returns (messages, is_conversation)."""
+    """Turn retain input into messages; returns (messages, is_conversation).
+
+    A text is one message without an id (retain cuts it into passages: ``passages.split_long_messages``).
+    More than ``max_messages`` messages raise ``TooManyMessagesError`` before any is read.
+    """
     if content is None:
         raise InvalidInputError("nothing to retain: content is None")
     if isinstance(content, str):
@@ -76,13 +79,19 @@ def normalise_messages(
             raise InvalidInputError("nothing to retain: the text is empty")
         if len(text) > max_chars:
             raise InvalidInputError(f"text of {len(text):,} characters exceeds the limit of {max_chars:,}")
-        return [Message(text=chunk, timestamp=timestamp) for chunk in split_document(text)], False
+        return [Message(text=text, timestamp=timestamp)], False
     if isinstance(content, Mapping):
         if "messages" in content:
-            return normalise_messages(content["messages"], timestamp, warnings, max_chars)
+            return normalise_messages(content["messages"], timestamp, warnings, max_chars, max_messages)
         content = [content]
     if not isinstance(content, Sequence) or isinstance(content, bytes):
         raise InvalidInputError(f"cannot retain a {type(content).__name__}: pass text or a list of messages")
+    if max_messages is not None and len(content) > max_messages:
+        raise TooManyMessagesError(
+            f"retain got {len(content):,} messages, more than max_messages_per_retain={max_messages:,} "
+            "(Settings.max_messages_per_retain): retain them in several calls, for example one per session or day",
+            count=len(content), limit=max_messages,
+        )
     messages: list[Message] = []
     total = 0
     for i, item in enumerate(content):
@@ -113,31 +122,6 @@ def normalise_messages(
     if len(ids) != len(set(ids)):
         raise InvalidInputError("message ids must be unique within one retain")
     return messages, True
-
-
-def split_document(text: str, max_words: int = 120) -> list[str]:
-    """Split plain text into paragraph chunks of at most about ``max_words`` words."""
-    chunks: list[str] = []
-    for para in _PARAGRAPHS.split(text):
-        para = " ".join(para.split())
-        if not para:
-            continue
-        if len(para.split()) <= max_words:
-            chunks.append(para)
-            continue
-        current: list[str] = []
-        for sentence in _SENTENCES.split(para):
-            words = sentence.split()
-            if current and len(current) + len(words) > max_words:
-                chunks.append(" ".join(current))
-                current = []
-            while len(words) > max_words:  # one enormous sentence: cut it
-                chunks.append(" ".join(words[:max_words]))
-                words = words[max_words:]
-            current.extend(words)
-        if current:
-            chunks.append(" ".join(current))
-    return chunks
 
 
 def raw_json(messages: Sequence[Message], original: RetainInput) -> str:

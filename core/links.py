@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from datetime import datetime
 
 import numpy as np
 
@@ -37,14 +38,18 @@ def build_links(
     index: VectorIndex,
     settings: LinkSettings,
 ) -> list[Link]:
-    """All links for a batch of new units, both directions for symmetric kinds.
+    """All links for a batch of new units, both directions for symmetric kinds, at most
+    ``settings.max_links_per_unit`` added at any one unit (``cap_links``).
 
     Must run before the new vectors are upserted: the index is queried for *existing* neighbours, and
     neighbours inside the batch are found with one matrix product.
     """
-    links: list[Link] = []
     new_ids = [u.id for u in units]
     sigma = settings.temporal_sigma_hours * 3600.0
+    adjacent: list[Link] = []
+    elsewhere: list[Link] = []
+    semantic: list[Link] = []
+    causal: list[Link] = []
 
     # temporal: neighbours in the same document, then time-nearest units elsewhere in the bank
     w = settings.adjacent_window
@@ -55,18 +60,21 @@ def build_links(
                 continue
             dt = _dt_seconds(unit, other)
             weight = math.exp(-dt / sigma) * (0.9 ** (j - i - 1))
-            links.extend(_both(unit.id, other.id, LinkType.TEMPORAL, weight))
+            adjacent.extend(_both(unit.id, other.id, LinkType.TEMPORAL, weight))
     if settings.temporal_neighbors > 0:
-        # The batch is not in the store yet, so every unit found here is an older one.
+        # The batch is not in the store yet, so every unit found here is an older one. Units of one time (the
+        # passages of a text) ask once.
+        near_at: dict[datetime, list[tuple[str, datetime]]] = {}
         for unit in units:
             if unit.occurred_start is None:
                 continue
-            near = store.units_near_time(
-                bank_id, unit.occurred_start, window_s=3 * sigma, limit=settings.temporal_neighbors
-            )
+            near = near_at.get(unit.occurred_start)
+            if near is None:
+                near = near_at[unit.occurred_start] = list(store.units_near_time(
+                    bank_id, unit.occurred_start, window_s=3 * sigma, limit=settings.temporal_neighbors))
             for other_id, when in near:
                 dt = abs((unit.occurred_start - when).total_seconds())
-                links.extend(_both(unit.id, other_id, LinkType.TEMPORAL, math.exp(-dt / sigma)))
+                elsewhere.extend(_both(unit.id, other_id, LinkType.TEMPORAL, math.exp(-dt / sigma)))
 
     # semantic: existing neighbours from the index, batch neighbours from the similarity matrix
     theta = settings.semantic_threshold
@@ -79,21 +87,53 @@ def build_links(
             for unit, hits in zip(units, found, strict=True):
                 for other_id, sim in hits:
                     if sim >= theta and other_id in present:
-                        links.extend(_both(unit.id, other_id, LinkType.SEMANTIC, sim))
+                        semantic.extend(_both(unit.id, other_id, LinkType.SEMANTIC, sim))
         if len(units) > 1:
             for i, j, sim in _batch_pairs(embeddings, k, theta):
-                links.extend(_both(new_ids[i], new_ids[j], LinkType.SEMANTIC, sim))
+                semantic.extend(_both(new_ids[i], new_ids[j], LinkType.SEMANTIC, sim))
 
     # causal: from the extractor, by index within the batch
     for fact, unit in zip(facts, units, strict=True):
         for rel in fact.causal:
             if 0 <= rel.target < len(units) and units[rel.target].id != unit.id:
                 target = units[rel.target].id
-                links.append(Link(source_id=unit.id, target_id=target, type=rel.type, weight=1.0))
+                pair = [Link(source_id=unit.id, target_id=target, type=rel.type, weight=1.0)]
                 inverse = _INVERSE.get(rel.type)
                 if inverse is not None:
-                    links.append(Link(source_id=target, target_id=unit.id, type=inverse, weight=1.0))
-    return links
+                    pair.append(Link(source_id=target, target_id=unit.id, type=inverse, weight=1.0))
+                causal.extend(pair)
+    return cap_links([causal, adjacent, semantic, elsewhere], settings.max_links_per_unit)
+
+
+def cap_links(groups: Sequence[Sequence[Link]], cap: int) -> list[Link]:
+    """The links of ``groups`` (in order of precedence) with at most ``cap`` links leaving any one unit.
+
+    A link and its reverse (the same kind both ways, or a causal link and its inverse) are kept or dropped
+    together and count once at each end. Within a group the strongest
+    pairs come first. Every unit gets its adjacent-in-document and strongest links; a unit near many others (an
+    old unit time-nearest to every passage of a book, a semantic hub of the batch) stops collecting at ``cap``.
+    """
+    pairs: dict[tuple[str, str, str], list[Link]] = {}
+    order: list[tuple[int, float, tuple[str, str, str]]] = []
+    for rank, group in enumerate(groups):
+        for link in group:
+            kind = min(link.type.value, _INVERSE.get(link.type, link.type).value)
+            key = (min(link.source_id, link.target_id), max(link.source_id, link.target_id), kind)
+            if key not in pairs:
+                pairs[key] = []
+                order.append((rank, -link.weight, key))
+            pairs[key].append(link)
+    order.sort(key=lambda item: (item[0], item[1]))
+    degree: dict[str, int] = {}
+    kept: list[Link] = []
+    for _, _, key in order:
+        a, b, _ = key
+        if degree.get(a, 0) >= cap or degree.get(b, 0) >= cap:
+            continue
+        degree[a] = degree.get(a, 0) + 1
+        degree[b] = degree.get(b, 0) + 1
+        kept.extend(pairs[key])
+    return kept
 
 
 def _dt_seconds(a: Memory, b: Memory) -> float:

@@ -42,6 +42,7 @@ from .models import (
     RetainResult,
     utcnow,
 )
+from .passages import split_long_messages
 from .stores.base import BankStore, DocumentStore, EntityStore, UnitBatch, UnitStore, VectorIndex, VectorMarks
 from .unit_text import embedding_texts, search_contexts, timed_text, vector_metadata
 from .validation import When
@@ -127,7 +128,8 @@ class RetainPipeline:
         """
         warnings: list[str] = []
         when = parse_timestamp(timestamp) or utcnow()
-        messages, _ = normalise_messages(content, when, warnings, self.settings.max_document_chars)
+        messages, _ = normalise_messages(content, when, warnings, self.settings.max_document_chars,
+                                         self.settings.max_messages_per_retain)
         doc = Document(
             id=document_id or str(uuid.uuid4()),
             bank_id=bank_id,
@@ -305,10 +307,12 @@ class RetainPipeline:
         self, doc: Document, messages: list[Message], warnings: list[str], metadata: dict[str, Any] | None,
         extract: bool, background: bool | None,
     ) -> RetainResult:
-        """Every message as a raw unit, committed at the document's revision; with ``extract`` the facts job is
-        queued in the same transaction. Failures mark the document failed and are raised."""
+        """Every message as a raw unit (a long text or message as passages: ``passages``), committed at the
+        document's revision; with ``extract`` the facts job is queued in the same transaction. Failures mark the
+        document failed and are raised."""
         timings: dict[str, float] = {}
         try:
+            messages = split_long_messages(messages, self.settings.passage_chars, text=doc.kind == DocumentKind.TEXT)
             t = time.perf_counter()
             facts, vectors = self.extract(doc, messages)
             timings["extract_embed_ms"] = _ms(t)

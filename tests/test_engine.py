@@ -238,9 +238,13 @@ def test_hostile_names_are_plain_data(hs: Hindsight) -> None:
 
 
 def test_large_document_is_split_into_units(hs: Hindsight) -> None:
+    # Short paragraphs are packed into passages of at most passage_chars, each citing its character offsets.
     text = "\n\n".join(f"Paragraph {i} talks about topic number {i} in some detail." for i in range(50))
     result = hs.bank("b").retain(text, extract=False)
-    assert len(result.memories) == 50
+    fewest = -(-len(text) // hs.settings.passage_chars)
+    assert fewest <= len(result.memories) <= fewest + 1
+    assert all(len(m.text) <= hs.settings.passage_chars and m.sources[0].startswith("chars:")
+               for m in result.memories)
 
 
 def test_async_twins(hs: Hindsight, conversation: list[dict]) -> None:

@@ -5,9 +5,12 @@ Usage::
     hindsight-bench locomo --conversations 1 --questions 20 --out results/
     hindsight-bench longmemeval|scale|qa ...   (each writes JSON, markdown and PNG plots under --out)
     hindsight-bench embedders --embedders minilm,mpnet --out results/
+    hindsight-bench long-inputs --sizes 10000,100000,1000000 [--part passage-size]
     hindsight-bench llm-vs-raw --conversations conv-26 --sessions 1 --workdir work/ --out results/
     hindsight-bench entities --split test
+    hindsight-bench dates --split test
     hindsight-bench cara --out results/ [--llm-url URL --llm-model NAME]
+    hindsight-bench observations [--sessions 1 --entities 3 | --labelled-only]
 
 ``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
 group and calls ``main`` with the rest of its command line. ``--json`` prints one JSON document on stdout and
@@ -26,12 +29,15 @@ from typing import Any
 from .commands import (
     BenchError,
     cmd_cara,
+    cmd_dates,
     cmd_embedders,
     cmd_entities,
     cmd_llm_retain,
     cmd_llm_vs_raw,
     cmd_locomo,
+    cmd_long_inputs,
     cmd_longmemeval,
+    cmd_observations,
     cmd_qa,
     cmd_scale,
 )
@@ -124,6 +130,32 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     _backend_option(p)
     _out_options(p, "scale")
     p.set_defaults(func=cmd_scale)
+
+    p = sub.add_parser("long-inputs", parents=[common], help="long texts and big message lists: retain time, "
+                       "links, and recall by passage size",
+                       description="Times raw retain of synthetic texts (10 kB, 100 kB, 1 MB by default) cut into "
+                                   "passages, with the embedder alone on the same passages as the floor, links per "
+                                   "unit and a check that recall returns passages; then the largest message list "
+                                   "one call accepts. --part passage-size retains one text holding 40 labelled facts "
+                                   "once per passage size and scores recall of the passage holding each fact.")
+    p.add_argument("--part", choices=("timing", "passage-size", "all"), default="timing",
+                   help="what to run (default timing)")
+    p.add_argument("--sizes", type=int_list, nargs="+", default=[[10_000, 100_000, 1_000_000]],
+                   help="text sizes in characters (default 10000,100000,1000000)")
+    p.add_argument("--passage-chars", type=positive_int, help="passage size for the timing (default: Settings')")
+    p.add_argument("--messages", type=positive_int,
+                   help="messages in the one-call run (default: Settings.max_messages_per_retain)")
+    p.add_argument("--passages", type=int_list, default=[600, 1200, 2400],
+                   help="passage sizes compared by --part passage-size (default 600,1200,2400)")
+    p.add_argument("--chars", type=positive_int, default=150_000,
+                   help="length of the labelled text of --part passage-size (default 150000)")
+    p.add_argument("--embedder", help="embedder by name (minilm, minilm-fp32, minilm-int8, mpnet; default: "
+                                      "$HINDSIGHT_EMBEDDER, else minilm)")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="labelled questions scored (default all: each half; sizes are chosen on dev)")
+    _backend_option(p)
+    _out_options(p, "long-inputs")
+    p.set_defaults(func=cmd_long_inputs)
 
     p = sub.add_parser("embedders", parents=[common], help="embedders' cost and semantic-only LoCoMo recall",
                        description="Per embedder (minilm-fp32, minilm: float32 documents and int8 queries, "
@@ -218,6 +250,32 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="scenarios to score: the fixed dev or test half, or all (default all; test is the headline)")
     p.add_argument("--data", help="a scenario file in the same JSONL format (default: the bundled set)")
     p.set_defaults(func=cmd_entities)
+
+    p = sub.add_parser("observations", parents=[common], help="observations: share of sentences the facts support",
+                       description="Scores the observation support check on the labelled sentence set (dev sweep "
+                                   "of its thresholds, precision and recall per half), then has the bundled model "
+                                   "write observations of the most mentioned entities of LoCoMo dev conversations "
+                                   "(first sessions, raw) and prints the supported share of its sentences before "
+                                   "and after the check, and whether each observation is dated by its facts.")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversations", type=name_list, default=["conv-26", "conv-30"],
+                   help="comma-separated sample ids (default conv-26,conv-30 of the dev half; nothing here is "
+                        "tuned on LoCoMo, so a test-half pair such as conv-44,conv-47 is a fair check too)")
+    p.add_argument("--sessions", type=positive_int, default=1, help="first N sessions of each (default 1)")
+    p.add_argument("--entities", type=positive_int, default=3,
+                   help="most mentioned entities per conversation (default 3; ~1-2 min each on 2 busy cores)")
+    p.add_argument("--labelled-only", action="store_true", help="only the labelled set (no model, seconds)")
+    p.set_defaults(func=cmd_observations)
+
+    p = sub.add_parser("dates", parents=[common], help="dates of plans and reports: accuracy by kind",
+                       description="Resolves every labelled sentence (plans, reports, holidays, dates with and "
+                                   "without a year, weekdays, day and week counts, seasons, ranges) against the "
+                                   "time it was said, as raw retain does, and prints exact-day accuracy by kind "
+                                   "for the dev and test halves, then every wrong answer.")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="sentences to score: the dev or test half, or all (default all; test is the headline)")
+    p.add_argument("--data", help="a sentence file in the same JSONL format (default: the bundled set)")
+    p.set_defaults(func=cmd_dates)
 
 
 def _global_options(default: Any) -> argparse.ArgumentParser:

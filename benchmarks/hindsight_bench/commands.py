@@ -90,6 +90,28 @@ def cmd_scale(args: argparse.Namespace) -> dict[str, Any] | None:
     return result if args.json else None
 
 
+def cmd_long_inputs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``long-inputs``: raw retain time of long texts and a full message list, and recall by passage size."""
+    from .long_inputs import run_quality, run_timing, write_long_inputs
+
+    (_, factory), *rest = _backends(args).items()
+    if rest:
+        raise BenchError("long-inputs runs on one backend at a time")
+    if args.embedder:
+        factory = _with_embedder(factory, args.embedder)
+    results: dict[str, Any] = {}
+    if args.part in ("timing", "all"):
+        sizes = tuple(dict.fromkeys(n for group in args.sizes for n in group))
+        results["timing"] = run_timing(sizes, passage_chars=args.passage_chars, messages=args.messages,
+                                       open_hindsight=factory, workdir=args.workdir, log=_log(args))
+        _report_written(args, write_long_inputs(args.out, results["timing"]))
+    if args.part in ("passage-size", "all"):
+        results["passage-size"] = run_quality(args.passages, chars=args.chars, split=args.split,
+                                              open_hindsight=factory, workdir=args.workdir, log=_log(args))
+        _report_written(args, write_long_inputs(args.out, results["passage-size"]))
+    return results if args.json else None
+
+
 def cmd_embedders(args: argparse.Namespace) -> dict[str, Any] | None:
     """``embedders``: each embedder's query latency, ingest throughput and semantic-only LoCoMo R@10."""
     from .embedders import VARIANTS, run_embedders, write_embedders
@@ -198,6 +220,44 @@ def cmd_entities(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.json:
         return result
     print(format_entity_bench(result))
+    return None
+
+
+def cmd_dates(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``dates``: accuracy of stated sentences' occurrence days by kind, on the labelled date set."""
+    from .dates import DATA, format_date_bench, run_date_bench
+
+    data = Path(args.data) if args.data else DATA
+    if not data.is_file():
+        raise BenchError(f"date sentences not found: {data}")
+    try:
+        result = run_date_bench(args.split, data)
+    except (ValueError, KeyError) as exc:
+        raise BenchError(f"bad date sentence file {data}: {exc}") from None
+    if args.json:
+        return result
+    print(format_date_bench(result))
+    return None
+
+
+def cmd_observations(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``observations``: the support check on the labelled set, and the bundled model's observations of LoCoMo
+    dev entities with the supported share of their sentences before and after the check."""
+    from .observations import format_observation_bench, run_observation_bench
+
+    data = None
+    if not args.labelled_only:
+        data = Path(args.data) if args.data else find_locomo()
+        if not data.is_file():
+            raise BenchError(f"LoCoMo data not found: {data}")
+    try:
+        result = run_observation_bench(data, conversations=args.conversations, sessions=args.sessions,
+                                       entities=args.entities, log=_log(args))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    if args.json:
+        return result
+    print(format_observation_bench(result))
     return None
 
 

@@ -1,8 +1,9 @@
 """The no-LLM extractor behind ``retain(..., extract=False)``: messages become units as they are.
 
 Each message (or a short window of consecutive messages) becomes one unit whose sources are the message
-ids. Entities come from NER plus the speaker's name; occurrence times come from relative or absolute date
-expressions in the text, resolved against the message time.
+ids; retain has cut long texts and messages into passages first, whose sources are their character offsets.
+Entities come from NER plus the speaker's name; occurrence times come from relative or absolute date expressions
+in the text, resolved against the message time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from datetime import datetime
 from typing import TypeVar
 
 from ..models import EntityType, Message, Network
-from ..temporal import detect_tense, parse_temporal
+from ..passages import message_sources
+from ..temporal import statement_time
 from .base import ExtractedEntity, ExtractedFact
 from .ner import EntityRecognizer
 
@@ -31,6 +33,12 @@ def _ner_thread() -> ThreadPoolExecutor:
     # One long-lived thread, not one per retain: each new thread got its own malloc arena for spaCy's
     # arrays, and resident memory grew by 250 MB over a 10k-unit ingest.
     return ThreadPoolExecutor(1, thread_name_prefix="hindsight-ner")
+
+
+def _speakers(facts: Sequence[ExtractedFact]) -> list[str]:
+    """The people speaking in these facts (chat roles are not people), for NER to type and spell them."""
+    names = (p.strip() for f in facts for p in f.participants if p and p.strip())
+    return list(dict.fromkeys(n for n in names if n.casefold() not in _ROLES))
 
 
 def render_message(message: Message) -> str:
@@ -53,7 +61,7 @@ class RawExtractor:
     ) -> list[ExtractedFact]:
         """One fact per message window, in document order; empty messages are skipped."""
         facts = self._facts(messages, document_time)
-        self._add_entities(facts, self.recognizer.recognize([f.text for f in facts]))
+        self._add_entities(facts, self.recognizer.recognize([f.text for f in facts], _speakers(facts)))
         return facts
 
     def extract_alongside(
@@ -73,9 +81,9 @@ class RawExtractor:
         texts = [f.text for f in facts]
         if len(facts) < _OVERLAP_MIN:  # a thread is not worth it for a message or two
             result = work(facts)
-            self._add_entities(facts, self.recognizer.recognize(texts))
+            self._add_entities(facts, self.recognizer.recognize(texts, _speakers(facts)))
             return facts, result
-        found = _ner_thread().submit(self.recognizer.recognize, texts)
+        found = _ner_thread().submit(self.recognizer.recognize, texts, _speakers(facts))
         try:
             result = work(facts)
         finally:
@@ -92,11 +100,10 @@ class RawExtractor:
             start, end = when, when
             for message in window:
                 said_at = message.timestamp or document_time
-                constraint = parse_temporal(message.text, said_at)
-                if constraint is not None and (tense := detect_tense(message.text)) is not None:
-                    # The same resolver as the LLM extractor's: "in June" in a plan is the coming June.
-                    constraint = parse_temporal(message.text, said_at, tense=tense)
-                if constraint is not None and constraint.range is not None and constraint.relation == "during":
+                # The same resolver as the LLM extractor's: each sentence in its own tense ("in June" in a plan
+                # is the coming June), the most specific period ("in June ... from 14 to 21 June").
+                constraint = statement_time(message.text, said_at)
+                if constraint is not None and constraint.range is not None:
                     start = constraint.range.start or when
                     end = constraint.range.end or when
                     break
@@ -110,7 +117,8 @@ class RawExtractor:
                     mentioned_at=when,
                     entities=[],
                     participants=[m.speaker for m in window if m.speaker],
-                    sources=[m.id for m in window if m.id],
+                    # A passage of a long text lists its offsets ("chars:0-1187"), after its message's id if any.
+                    sources=list(dict.fromkeys(s for m in window for s in message_sources(m))),
                     position=position,
                 )
             )
