@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC, date, datetime, timedelta
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,19 +53,10 @@ def _gold(row: dict[str, Any]) -> DayRange:
 
 def statement_days(text: str, reference_time: datetime) -> DayRange:
     """The engine's answer: the days of ``statement_time`` in the reference's timezone (None: no time found)."""
+    from hindsight_core.extract.dates import constraint_days
     from hindsight_core.temporal import statement_time
 
-    found = statement_time(text, reference_time)
-    if found is None or found.range is None or found.relation != "during":
-        return None
-    start, end = found.range.start, found.range.end
-    if start is None or end is None:
-        return None
-    tz = reference_time.tzinfo or UTC
-    first, last = start.astimezone(tz), end.astimezone(tz)
-    if last - first < timedelta(days=1):
-        return first.date(), first.date()  # a part of a day ("Friday morning"): its day
-    return first.date(), last.date()
+    return constraint_days(statement_time(text, reference_time), reference_time)
 
 
 def run_date_bench(split: str = "all", path: str | Path = DATA, resolver: Resolver = statement_days) -> dict[str, Any]:

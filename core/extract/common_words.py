@@ -39,27 +39,24 @@ def _encoding() -> Any:
 @lru_cache(maxsize=65536)
 def is_common_word(word: str) -> bool:
     """Whether ``word`` (lower case, one word) is a frequent lower-case English word."""
-    if not word or not word.isascii() or not word.isalpha():
-        return False
-    enc = _encoding()
-    if enc is None:
-        return False
-    try:
-        return len(enc.encode(" " + word)) == 1
-    except ValueError:
-        return False
+    return _one_token(word, word)
 
 
 @lru_cache(maxsize=65536)
 def is_proper_word(word: str) -> bool:
     """Whether ``word`` capitalised ("Pepper", "Lisbon") is frequent in English text away from a sentence
     start: a name, or a word often used as one."""
+    return _one_token(word, word[:1].upper() + word[1:].lower())
+
+
+def _one_token(word: str, form: str) -> bool:
+    """Whether ``form`` of a plain ASCII word is a single token after a space in the cl100k vocabulary."""
     if not word or not word.isascii() or not word.isalpha():
         return False
     enc = _encoding()
     if enc is None:
         return False
     try:
-        return len(enc.encode(" " + word[:1].upper() + word[1:].lower())) == 1
+        return len(enc.encode(" " + form)) == 1
     except ValueError:
         return False

@@ -38,7 +38,10 @@ from ..temporal import (
     statement_tense,
 )
 
-__all__ = ["DateRange", "annotate_relative", "occurrence", "parse_model_date", "phrase_range", "phrase_ranges"]
+__all__ = [
+    "DateRange", "annotate_relative", "constraint_days", "occurrence", "parse_model_date", "phrase_range",
+    "phrase_ranges",
+]
 
 DateRange = tuple[date, date]
 """First and last day, inclusive."""
@@ -60,7 +63,7 @@ def _week_range(d: date) -> DateRange:
     return monday, monday + timedelta(days=6)
 
 
-def _date_range(constraint: TemporalConstraint | None, ref: datetime) -> DateRange | None:
+def constraint_days(constraint: TemporalConstraint | None, ref: datetime) -> DateRange | None:
     """The days of a resolved "during" constraint in the reference's timezone; open or anchored ones: None."""
     if constraint is None or constraint.relation != "during" or constraint.range is None:
         return None
@@ -127,11 +130,11 @@ def parse_model_date(value: str, ref: datetime, tense: Tense | None = None) -> D
         return (date(year, 1, 1), date(year, 12, 31)) if year >= 1 else None
     if not re.search(r"[A-Za-z]", text) or len(text) > 60:
         return None  # digits-only oddities ("0", "20230507") and rambling are not dates we trust
-    shared = _date_range(parse_temporal(text, ref, tense=tense), ref)
+    shared = constraint_days(parse_temporal(text, ref, tense=tense), ref)
     if shared is None:
         # The field holds nothing but a date, so a bare "May" or "June" is the month; in free text the
         # resolver rightly wants a cue ("in May") before reading one ("I may go", "a letter from June").
-        shared = _date_range(parse_temporal(f"in {text}", ref, tense=tense), ref)
+        shared = constraint_days(parse_temporal(f"in {text}", ref, tense=tense), ref)
     return shared if shared is not None else _dateparser_range(text, ref, tense)
 
 
@@ -150,7 +153,7 @@ def _deictic_phrases(text: str, ref: datetime) -> list[tuple[int, int, DateRange
             continue
         end = start + len(c.expression)
         pos = end
-        rng = _date_range(c, ref) if c.deictic else None
+        rng = constraint_days(c, ref) if c.deictic else None
         if rng is None or re.match(r"['’]|\s?\(", text[end:]) or c.expression.endswith(("'s", "’s")):
             continue
         found.append((start, end, rng))
@@ -180,7 +183,7 @@ def phrase_range(text: str, ref: datetime, tense: Tense | None = None) -> DateRa
 
 def phrase_ranges(text: str, ref: datetime, tense: Tense | None = None) -> list[DateRange]:
     """The days of every time phrase in ``text`` that names a period, in order (see ``phrase_range``)."""
-    ranges = (_date_range(c, ref) for c in find_temporal_expressions(text, ref, tense=tense))
+    ranges = (constraint_days(c, ref) for c in find_temporal_expressions(text, ref, tense=tense))
     return [rng for rng in ranges if rng is not None]
 
 
@@ -244,7 +247,7 @@ def occurrence(
     gave_end = end_raw.lower() not in _BLANK_DATES
     start_rng = parse_model_date(start_raw, mentioned, tense) if gave_start else None
     end_rng = parse_model_date(end_raw, mentioned, tense) if gave_end else None
-    phrases = [rng for rng in (_date_range(c, mentioned) for c in statement_expressions(text, mentioned)) if rng]
+    phrases = [rng for rng in (constraint_days(c, mentioned) for c in statement_expressions(text, mentioned)) if rng]
     said = phrases[0] if phrases else None
     today = (mentioned.date(), mentioned.date())
     given = [rng for rng, gave in ((start_rng, gave_start), (end_rng, gave_end)) if gave]
