@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LLMError
 from .base import ChatMessage, MalformedOutputError, T
+from .redact import display_url, scrub, url_secrets
 
 if TYPE_CHECKING:  # pragma: no cover
     from openai import AsyncOpenAI, OpenAI
@@ -155,7 +156,7 @@ class OpenAICompatibleLLM:
         if not base_url:
             raise LLMError("OpenAICompatibleLLM needs a base_url")
         if not model:
-            raise LLMError(f"OpenAICompatibleLLM needs a model name (base_url {base_url})")
+            raise LLMError(f"OpenAICompatibleLLM needs a model name (base_url {display_url(base_url)})")
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.api_key = api_key
@@ -175,7 +176,7 @@ class OpenAICompatibleLLM:
         )
 
     def __repr__(self) -> str:
-        return f"OpenAICompatibleLLM(base_url={self.base_url!r}, model={self.model!r})"
+        return f"OpenAICompatibleLLM(base_url={display_url(self.base_url)!r}, model={self.model!r})"
 
     @property
     def name(self) -> str:
@@ -195,7 +196,9 @@ class OpenAICompatibleLLM:
             return None
         model = (env.get(ENV_MODEL) or "").strip()
         if not model:
-            raise LLMError(f"{ENV_BASE_URL} is set ({base_url}) but {ENV_MODEL} is not; set the model name")
+            raise LLMError(
+                f"{ENV_BASE_URL} is set ({display_url(base_url)}) but {ENV_MODEL} is not; set the model name"
+            )
         api_key = (env.get(ENV_API_KEY) or "").strip() or "not-needed"
         kwargs: dict[str, Any] = {}
         timeout = (env.get(ENV_TIMEOUT) or "").strip()
@@ -338,14 +341,19 @@ class OpenAICompatibleLLM:
         return parse_structured(content, schema, source=self._where(), finish_reason=choice.finish_reason)
 
     def _where(self) -> str:
-        return f"model {self.model!r} at {self.base_url}"
+        return f"model {self.model!r} at {display_url(self.base_url)}"
 
     def _wrap_error(self, exc: Exception) -> LLMError:
-        """Turn an ``openai`` exception into an ``LLMError`` that names the endpoint and model."""
-        import openai  # already imported by the client at this point
-
+        """Turn an ``openai`` exception into an ``LLMError`` that names the endpoint and model, with the key, the
+        URL's credentials and anything credential-shaped in the upstream's answer masked."""
         if isinstance(exc, LLMError):
             return exc
+        wrapped = self._describe(exc)
+        return LLMError(scrub(str(wrapped), [self.api_key, *url_secrets(self.base_url)]))
+
+    def _describe(self, exc: Exception) -> LLMError:
+        import openai  # already imported by the client at this point
+
         if isinstance(exc, openai.APITimeoutError):
             return LLMError(f"request to {self._where()} timed out after {self.timeout}s")
         if isinstance(exc, openai.APIConnectionError):
