@@ -24,12 +24,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .cli_options import global_options, location, open_store
 from .cli_run import EXIT_ERROR, one_line, run_parsed
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
 
@@ -76,16 +76,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (``reflect`` is only offered once ``Bank.reflect`` exists)."""
+    """The argument parser: every command takes ``--path | --graph/--vectors``, ``--json`` and ``-v``."""
     # Global options are accepted before or after the subcommand. The subparsers get their own copies
     # with SUPPRESS defaults (parents share action objects, so one copy cannot serve both), so that a
     # value given before the subcommand is not overwritten by a subparser default.
     parser = argparse.ArgumentParser(
-        prog="hindsight", parents=[_global_options(argparse.SUPPRESS)],
+        prog="hindsight", parents=[global_options(argparse.SUPPRESS)],
         description="Hindsight Memory: long-term memory that retains, recalls and reflects.",
     )
-    parser.set_defaults(path=None, json=False, verbose=False)
-    common = _global_options(argparse.SUPPRESS)
+    parser.set_defaults(path=None, graph=None, vectors=None, json=False, verbose=False)
+    common = global_options(argparse.SUPPRESS)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     p = sub.add_parser("retain", parents=[common], help="store a text, a message list or a conversation",
@@ -118,17 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show each memory's rank and score per channel, and stage timings")
     p.set_defaults(func=cmd_recall)
 
-    if _reflect_available():
-        p = sub.add_parser("reflect", parents=[common], help="answer a question from memory (CARA)")
-        p.add_argument("bank", help="bank id")
-        p.add_argument("query", help="the question")
-        p.add_argument("--budget", type=_positive_int, default=2000, help="recall budget in tokens (default 2000)")
-        p.add_argument("--reference-time", help="'now' for time expressions in the question")
-        for trait in ("skepticism", "literalism", "empathy"):
-            p.add_argument(f"--{trait}", type=int, choices=range(1, 6), metavar="1..5",
-                           help=f"override the bank's {trait} for this call")
-        p.add_argument("--bias", type=float, help="override the bank's bias (0..1) for this call")
-        p.set_defaults(func=cmd_reflect)
+    p = sub.add_parser("reflect", parents=[common], help="answer a question from memory (CARA)")
+    p.add_argument("bank", help="bank id")
+    p.add_argument("query", help="the question")
+    p.add_argument("--budget", type=_positive_int, default=2000, help="recall budget in tokens (default 2000)")
+    p.add_argument("--reference-time", help="'now' for time expressions in the question")
+    for trait in ("skepticism", "literalism", "empathy"):
+        p.add_argument(f"--{trait}", type=int, choices=range(1, 6), metavar="1..5",
+                       help=f"override the bank's {trait} for this call")
+    p.add_argument("--bias", type=float, help="override the bank's bias (0..1) for this call")
+    p.set_defaults(func=cmd_reflect)
 
     p = sub.add_parser("stats", parents=[common], help="list banks, or one bank's counts")
     p.add_argument("bank", nargs="?", help="bank id (default: every bank)")
@@ -143,8 +142,6 @@ def build_parser() -> argparse.ArgumentParser:
                                    "check reports what it finds.")
     p.add_argument("banks", nargs="*", metavar="BANK", help="banks to check (default: every bank)")
     p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
-    p.add_argument("--graph", help="graph store instead of --path: a SQLite file or bolt://host:port (Neo4j)")
-    p.add_argument("--vectors", help="vector index for --graph: a Chroma directory or http://host:port")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("demo", parents=[common], help="retain a bundled conversation and show recall at work",
@@ -285,8 +282,8 @@ def cmd_reflect(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_stats(args: argparse.Namespace) -> dict[str, Any] | None:
     """``stats [BANK]``: every bank with its counts, or the full counts of one bank."""
-    path = _store_path(args)
-    if args.bank is None and not path.exists():
+    where = location(args)
+    if args.bank is None and not where.exists:
         # Nothing to report; do not create an empty store just to list it.
         banks: list[dict[str, Any]] = []
     else:
@@ -304,9 +301,9 @@ def cmd_stats(args: argparse.Namespace) -> dict[str, Any] | None:
                               "entities": stats.get("entities", 0),
                               "documents": total(stats.get("documents", 0))})
     if args.json:
-        return {"path": str(path), "banks": banks}
+        return {"path": where.describe(), "banks": banks}
     if not banks:
-        print(f"no banks in {path}")
+        print(f"no banks in {where.describe()}")
         return None
     rows = [[b["id"], b["units"], b["entities"], b["documents"]] for b in banks]
     print(format_table(["bank", "units", "entities", "documents"], rows, align="lrrr"))
@@ -315,20 +312,9 @@ def cmd_stats(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_check(args: argparse.Namespace) -> dict[str, Any] | None:
     """``check [BANK...] [--repair]``: the store's invariants, per bank; exit status 1 when some do not hold."""
-    from .hindsight import Hindsight
     from .integrity import check
 
-    if args.graph:
-        if not args.vectors:
-            raise CLIError("--graph needs --vectors (the vector index that goes with it)")
-        opened = Hindsight.open(None, graph=args.graph, vectors=args.vectors, start_worker=False, reconcile=False,
-                                recover=False)
-    else:
-        path = _store_path(args)
-        if not (path / "graph.sqlite").exists():
-            raise CLIError(f"there is no memory store at {path} (pass --path or set HINDSIGHT_PATH)")
-        opened = Hindsight.open(path, start_worker=False, reconcile=False, recover=False)
-    with opened as hs:
+    with open_store(args, must_exist=True, start_worker=False, reconcile=False, recover=False) as hs:
         known = {b.id for b in hs.banks()}
         unknown = [b for b in args.banks if b not in known]
         if unknown:
@@ -399,36 +385,13 @@ def plugin_command(name: str) -> Callable[..., int]:
 # --------------------------------------------------------------------------------------------------
 # helpers
 # --------------------------------------------------------------------------------------------------
-def _global_options(default: Any) -> argparse.ArgumentParser:
-    options = argparse.ArgumentParser(add_help=False)
-    options.add_argument("--path", default=default,
-                         help="memory directory (default: $HINDSIGHT_PATH or ./memory)")
-    options.add_argument("--json", action="store_true", default=default,
-                         help="print machine-readable JSON on stdout and nothing else")
-    options.add_argument("-v", "--verbose", action="store_true", default=default,
-                         help="log progress to stderr")
-    return options
-
-
-def _store_path(args: argparse.Namespace) -> Path:
-    return Path(args.path or os.environ.get("HINDSIGHT_PATH") or "memory")
-
-
 @contextlib.contextmanager
 def _open(
     args: argparse.Namespace, *, must_exist: bool = False, bank: str | None = None
 ) -> Iterator[Hindsight]:
-    """Open the store at ``--path``. Read-only commands (``must_exist``) refuse to create a missing store,
+    """Open the store the options name. Read-only commands (``must_exist``) refuse to create a missing store,
     so a mistyped path or bank is reported instead of leaving an empty store behind."""
-    path = _store_path(args)
-    if must_exist and not (path / "graph.sqlite").exists():
-        from .errors import BankNotFoundError
-
-        raise BankNotFoundError(f"no bank {bank!r}: there is no memory store at {path} (retain something "
-                                "first, or pass --path / set HINDSIGHT_PATH)")
-    from .hindsight import Hindsight
-
-    with Hindsight.open(path) as hs:
+    with open_store(args, must_exist=must_exist, what=f"no bank {bank!r}: " if bank else "") as hs:
         yield hs
 
 
@@ -439,12 +402,6 @@ def _read_source(file: str) -> str:
     if not path.is_file():
         raise CLIError(f"no such file: {file}")
     return path.read_text(encoding="utf-8")
-
-
-def _reflect_available() -> bool:
-    from .bank import Bank
-
-    return hasattr(Bank, "reflect")
 
 
 def _positive_int(text: str) -> int:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +14,7 @@ from .bank import Bank
 from .config import Settings
 from .embedders import Embedder, make_embedder
 from .engine import Lazy, wire
-from .errors import BankNotFoundError, InvalidInputError, StoreError
+from .errors import BankNotFoundError, StoreError
 from .extract.base import Extractor
 from .leases import ProcessLease
 from .llm.base import LLM
@@ -23,9 +22,10 @@ from .models import BankProfile, Disposition, utcnow
 from .recall.rerank import Reranker
 from .reconcile import reconcile_bank
 from .stores.base import GraphStore, ResettableIndex, VectorIndex
+from .stores.locate import StoreLocation, open_graph, open_index
 from .stores.process_guard import VectorIndexDamagedError
 from .tokens import count_tokens
-from .validation import Identifier, Text, public
+from .validation import BankId, Text, public
 
 if TYPE_CHECKING:
     from .portability.importer import ImportReport
@@ -37,8 +37,6 @@ def _default_llm() -> LLM:
     from .llm.factory import default_llm
 
     return default_llm()
-
-MAX_BANK_ID_CHARS = 512
 
 
 class Hindsight:
@@ -161,7 +159,7 @@ class Hindsight:
     @public
     def open(
         cls,
-        path: str | Path | None = "./memory",
+        path: str | Path | StoreLocation | None = "./memory",
         *,
         graph: GraphStore | str | None = None,
         vectors: VectorIndex | str | None = None,
@@ -183,52 +181,21 @@ class Hindsight:
         ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``); ``embedder="mpnet"``
         selects the stronger embedder for this store (or ``HINDSIGHT_EMBEDDER=mpnet``), see the constructor.
         """
-        from .stores.chroma import ChromaVectorIndex
-        from .stores.sqlite import SQLiteGraphStore
-
         # Before any store opens: an unknown name or a missing package fails with nothing left to close.
         kwargs["embedder"] = make_embedder(kwargs.get("embedder"))
+        if isinstance(path, StoreLocation):
+            path, graph, vectors = path.path, graph or path.graph, vectors or path.vectors
         root = Path(path) if path is not None else None
-        # The vector index first: a Chroma server that cannot be reached then leaves no open Bolt driver.
-        if vectors == "env":
-            vectors = f"http://{os.environ.get('CHROMA_HOST', '127.0.0.1')}:{os.environ.get('CHROMA_PORT', '8000')}"
-        if isinstance(vectors, str) or vectors is None:
-            if vectors is None:
-                index: VectorIndex = (
-                    ChromaVectorIndex.persistent(root / "vectors")
-                    if root is not None
-                    else ChromaVectorIndex.ephemeral()
-                )
-            elif vectors == "memory":
-                index = ChromaVectorIndex.ephemeral()
-            elif vectors.startswith(("http://", "https://")):
-                from urllib.parse import urlparse
-
-                url = urlparse(vectors)
-                index = ChromaVectorIndex.http(url.hostname or "127.0.0.1", url.port or 8000,
-                                               ssl=url.scheme == "https")
-            else:
-                index = ChromaVectorIndex.persistent(vectors)
-        else:
-            index = vectors
         neo4j_options = {k: kwargs.pop(f"neo4j_{k}") for k in ("user", "password", "database")
                          if f"neo4j_{k}" in kwargs}
-        if graph == "env":
-            graph = os.environ.get("NEO4J_URI") or "bolt://127.0.0.1:7687"
-        if isinstance(graph, str) and graph.startswith(("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://",
-                                                         "neo4j+s://", "neo4j+ssc://")):
-            from .stores.neo4j import Neo4jGraphStore
-
-            store: GraphStore = Neo4jGraphStore(graph, neo4j_options.get("user"), neo4j_options.get("password"),
-                                                database=neo4j_options.get("database"))
-        elif isinstance(graph, str) or graph is None:
-            if graph is None:
-                graph_path: str | Path = root / "graph.sqlite" if root is not None else ":memory:"
-            else:
-                graph_path = graph
-            store = SQLiteGraphStore(graph_path)
-        else:
-            store = graph
+        # The vector index first: a Chroma server that cannot be reached then leaves no open Bolt driver.
+        index = open_index(vectors, root)
+        try:
+            store = open_graph(graph, root, neo4j_options)
+        except BaseException:
+            if index is not vectors and hasattr(index, "close"):
+                index.close()
+            raise
         try:
             hs = cls(store, index, **kwargs)
         except BaseException:
@@ -260,7 +227,7 @@ class Hindsight:
     @public
     def bank(
         self,
-        bank_id: str,
+        bank_id: BankId,
         *,
         create: bool = True,
         name: Text | None = None,
@@ -268,12 +235,6 @@ class Hindsight:
         disposition: Disposition | Mapping[str, Any] | None = None,
     ) -> Bank:
         """A bank by id, created on first use unless ``create=False`` (then ``BankNotFoundError``)."""
-        if not isinstance(bank_id, str) or not bank_id.strip():
-            raise InvalidInputError("bank id must be a non-empty string")
-        if len(bank_id) > MAX_BANK_ID_CHARS:
-            raise InvalidInputError(f"bank id is longer than {MAX_BANK_ID_CHARS} characters")
-        if any(0xD800 <= ord(c) <= 0xDFFF or ord(c) < 0x20 for c in bank_id):
-            raise InvalidInputError("bank id contains control characters or invalid unicode")
         profile = self.store.get_bank(bank_id)
         if profile is None:
             if not create:
@@ -291,7 +252,7 @@ class Hindsight:
         return self.store.list_banks()
 
     @public
-    def delete_bank(self, bank_id: Identifier) -> None:
+    def delete_bank(self, bank_id: BankId) -> None:
         """Delete a bank from both stores (the graph first; a vector collection that cannot be dropped now is
         dropped by the next sync)."""
         if self.store.get_bank(bank_id) is None:
@@ -300,7 +261,7 @@ class Hindsight:
 
     @public
     def import_bank(
-        self, path: str | Path, *, bank_id: Identifier | None = None, replace: bool = False
+        self, path: str | Path, *, bank_id: BankId | None = None, replace: bool = False
     ) -> ImportReport:
         """Import a bank file written by ``Bank.export`` as a new bank (default id: the one it was exported from).
 
@@ -314,7 +275,7 @@ class Hindsight:
 
     @public
     async def aimport_bank(
-        self, path: str | Path, *, bank_id: Identifier | None = None, replace: bool = False
+        self, path: str | Path, *, bank_id: BankId | None = None, replace: bool = False
     ) -> ImportReport:
         """Async twin of ``import_bank``."""
         return await asyncio.to_thread(self.import_bank, path, bank_id=bank_id, replace=replace)

@@ -133,7 +133,25 @@ def _text(value: str) -> str:
     return _SURROGATES.sub("\ufffd", value)
 
 
+MAX_BANK_ID_CHARS = 512
+
+
+def check_bank_id(value: object) -> str:
+    """A bank id, or ``ValueError`` naming the rule it breaks: a string with something besides whitespace, at
+    most ``MAX_BANK_ID_CHARS`` characters, no control characters or lone surrogates. The one rule for banks:
+    ``Hindsight.bank``, ``delete_bank``, import, the MCP tools and the explorer all apply it."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("a bank id must be a non-empty string (not only whitespace)")
+    if len(value) > MAX_BANK_ID_CHARS:
+        raise ValueError(f"a bank id is at most {MAX_BANK_ID_CHARS} characters")
+    if _SURROGATES.search(value) or _CONTROL.search(value):
+        raise ValueError("a bank id may not contain control characters or invalid unicode")
+    return value
+
+
 Identifier = Annotated[str, AfterValidator(_identifier)]
 """An id (memory, document, opinion, bank): non-empty, printable, valid unicode, at most 1000 characters."""
+BankId = Annotated[str, AfterValidator(check_bank_id)]
+"""A bank id as every public entry point takes it (see ``check_bank_id``)."""
 Text = Annotated[str, AfterValidator(_text)]
 """Free text: any string; lone surrogates (broken unicode) are replaced by U+FFFD."""

@@ -94,7 +94,7 @@ def test_import_graph_has_no_cycle() -> None:
     assert _cycles(graph) == []
     # Only the layers above the facade use it; no pipeline reaches through it.
     users = {m for m in graph if "hindsight_core.hindsight" in graph[m] and m.startswith("hindsight_core")}
-    edges = {"hindsight_core.cli", "hindsight_core.demo", "hindsight_core.integrity",
+    edges = {"hindsight_core.cli", "hindsight_core.cli_options", "hindsight_core.demo", "hindsight_core.integrity",
              # the memory explorer (hindsight ui) opens a store and serves it
              "hindsight_core.explorer.app", "hindsight_core.explorer.queries", "hindsight_core.explorer.server"}
     assert users <= {"hindsight_core", *edges}

@@ -7,6 +7,7 @@ import argparse
 import logging
 import sys
 
+from ..cli_options import add_store_options
 from ..cli_run import run_parsed
 from ..errors import HindsightError
 from .cli import add_ui_options, cmd_ui
@@ -16,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     """Parse the options and serve; the exit status of ``hindsight ui``."""
     parser = argparse.ArgumentParser(prog="python -m hindsight_core.explorer",
                                      description="Serve the Hindsight memory explorer (see 'hindsight ui').")
-    parser.add_argument("--path", help="memory directory (default: $HINDSIGHT_PATH or ./memory)")
+    add_store_options(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     add_ui_options(parser)
     parser.set_defaults(func=cmd_ui, json=False)

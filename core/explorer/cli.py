@@ -13,12 +13,11 @@ rather than a new empty one.
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 from typing import Any
 
+from ..cli_options import location
 from ..errors import HindsightError
-from .server import DEFAULT_HOST, DEFAULT_PORT, Where
+from .server import DEFAULT_HOST, DEFAULT_PORT
 
 
 class ExplorerUnavailableError(HindsightError):
@@ -45,8 +44,6 @@ def add_ui_options(p: argparse.ArgumentParser) -> None:
                    help=f"address to listen on (default {DEFAULT_HOST}; any other address needs the token for "
                         "reads too)")
     p.add_argument("--open", dest="open_browser", action="store_true", help="open the page in a web browser")
-    p.add_argument("--graph", help="graph store instead of --path: a SQLite file or bolt://host:port (Neo4j)")
-    p.add_argument("--vectors", help="vector index for --graph: a Chroma directory or http://host:port")
 
 
 def cmd_ui(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -60,15 +57,7 @@ def cmd_ui(args: argparse.Namespace) -> dict[str, Any] | None:
         ) from exc
     from .server import serve
 
-    if args.graph:
-        if not args.vectors:
-            raise ExplorerUnavailableError("--graph needs --vectors (the vector index that goes with it)")
-        where = Where(graph=args.graph, vectors=args.vectors)
-    else:
-        path = Path(args.path or os.environ.get("HINDSIGHT_PATH") or "memory")
-        if not (path / "graph.sqlite").exists():
-            raise FileNotFoundError(f"there is no memory store at {path} (pass --path or set HINDSIGHT_PATH)")
-        where = Where(path=path)
+    where = location(args).require()
     serve(where, host=args.host, port=args.port, open_browser=args.open_browser)
     return None
 

@@ -20,6 +20,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..errors import InvalidInputError
 from ..models import DocumentStatus, JobStatus, Network
+from ..validation import check_bank_id
 from .auth import TOKEN_HEADER, Guard
 from .queries import Explorer
 
@@ -58,8 +59,10 @@ def _str(request: Request, name: str, *, required: bool = False) -> str | None:
 
 def _bank(request: Request) -> str:
     value = _str(request, "bank", required=True)
-    assert value is not None
-    return value
+    try:
+        return check_bank_id(value)
+    except ValueError as exc:
+        raise InvalidInputError(str(exc)) from None
 
 
 def _int(request: Request, name: str, default: int) -> int:

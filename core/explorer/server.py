@@ -11,28 +11,14 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from ..net import is_loopback
+from ..stores.locate import StoreLocation
 from .auth import Guard
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-
-
-@dataclass(frozen=True)
-class Where:
-    """Which store to open: a directory (embedded default), or a graph store and a vector index."""
-
-    path: Path | None = None
-    graph: str | None = None
-    vectors: str | None = None
-
-    def describe(self) -> str:
-        """For the banner."""
-        return f"{self.graph} + {self.vectors}" if self.graph else str(self.path)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -57,7 +43,7 @@ def url_of(host: str, port: int) -> str:
 
 
 def serve(
-    where: Where,
+    where: StoreLocation,
     *,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
@@ -75,8 +61,7 @@ def serve(
     sock = bind(host, port)
     try:
         guard = Guard.for_host(host)
-        hs = (Hindsight.open(None, graph=where.graph, vectors=where.vectors, start_worker=False, **open_kwargs)
-              if where.graph else Hindsight.open(where.path, start_worker=False, **open_kwargs))
+        hs = Hindsight.open(where, start_worker=False, **open_kwargs)
         with hs:
             app = create_app(hs, guard)
             actual = sock.getsockname()[1]

@@ -10,6 +10,7 @@ import argparse
 import logging
 import sys
 
+from ..cli_options import global_options
 from ..cli_run import EXIT_ERROR, run_parsed
 from ..errors import HindsightError
 from .cli import add_commands
@@ -18,10 +19,7 @@ from .cli import add_commands
 def build_parser() -> argparse.ArgumentParser:
     """A parser whose only command is ``mcp``, with the global options the ``hindsight`` command has."""
     parser = argparse.ArgumentParser(prog="python -m hindsight_core.mcp_server")
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--path", help="memory directory (default: $HINDSIGHT_PATH or ./memory)")
-    common.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # accepted, as by every command
-    common.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    common = global_options(None, json_help=argparse.SUPPRESS)  # --json is accepted, as by every command
     add_commands(parser.add_subparsers(dest="command", required=True), common)
     return parser
 

@@ -19,7 +19,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import HindsightError
@@ -46,8 +45,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
                     "profile resource per bank (hindsight://banks/{bank_id}/profile), on stdin/stdout unless "
                     "--http is given. Runs until the client closes stdin, or until Ctrl-C / SIGTERM.",
     )
-    p.add_argument("--graph", help="graph store instead of --path: a SQLite file or bolt://host:port (Neo4j)")
-    p.add_argument("--vectors", help="vector index for --graph: a Chroma directory or http://host:port")
     p.add_argument("--bank", help="serve this bank only (created if missing): tools then take no bank argument "
                                   "and no other bank can be reached")
     p.add_argument("--http", metavar="HOST:PORT", type=host_port,
@@ -130,28 +127,19 @@ def choose_llm(args: argparse.Namespace) -> LLM | None:
 
 
 def open_store(args: argparse.Namespace, llm: LLM | None) -> Hindsight:
-    """The store of ``--path`` (created if missing: a server retains), or of ``--graph`` with ``--vectors``."""
+    """The store the options name (created if missing: a server retains)."""
     from hindsight_core import Hindsight
 
-    if args.graph:
-        if not args.vectors:
-            raise UsageError("--graph needs --vectors (the vector index that goes with it)")
-        return Hindsight.open(None, graph=args.graph, vectors=args.vectors, llm=llm)
-    if args.vectors:
-        raise UsageError("--vectors goes with --graph")
-    return Hindsight.open(store_path(args), llm=llm)
+    from ..cli_options import location
 
-
-def store_path(args: argparse.Namespace) -> Path:
-    """``--path``, else ``$HINDSIGHT_PATH``, else ``./memory`` (as for every ``hindsight`` command)."""
-    return Path(args.path or os.environ.get("HINDSIGHT_PATH") or "memory")
+    return Hindsight.open(location(args), llm=llm)
 
 
 def describe_store(args: argparse.Namespace) -> str:
     """The store in words, for the start-up line (an absolute path: clients start servers in any directory)."""
-    if args.graph:
-        return f"{args.graph} + {args.vectors}"
-    return str(store_path(args).resolve())
+    from ..cli_options import location
+
+    return location(args).describe()
 
 
 def host_port(text: str) -> tuple[str, int]:

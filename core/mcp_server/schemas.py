@@ -9,16 +9,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from hindsight_core import BankProfile, Disposition, Memory, Recall, Reflection, RetainResult
+from hindsight_core.validation import MAX_BANK_ID_CHARS, check_bank_id
 
 NetworkName = Literal["world", "experience", "opinion", "observation"]
 """The four memory networks, by the names the engine uses."""
 
-MAX_BANK_ID_CHARS = 512  # the facade's own limit (``hindsight.MAX_BANK_ID_CHARS``), repeated here for the schema
-
-BankId = Annotated[str, Field(min_length=1, max_length=MAX_BANK_ID_CHARS, description="the memory bank's id")]
+BankId = Annotated[str, Field(min_length=1, max_length=MAX_BANK_ID_CHARS, description="the memory bank's id"),
+                  AfterValidator(check_bank_id)]
 """A bank id as a tool argument."""
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..validation import check_bank_id
 from .errors import ArchiveError
 from .format import (
     RECORD_KINDS,
@@ -19,7 +20,6 @@ from .format import (
     LinkRecord,
     OpinionHistoryRecord,
     UnitRecord,
-    check_bank_id,
 )
 
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -40,7 +38,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
                    help="file to write: NAME.jsonl, or NAME.jsonl.gz for gzip")
     p.add_argument("--with-vectors", action="store_true",
                    help="include the vectors (an import with the same embedder reuses them instead of embedding)")
-    _store_options(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("import", parents=[common], help="import a bank file as a new bank (all or nothing)",
@@ -50,7 +47,6 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
     p.add_argument("file", help="a file written by 'hindsight export'")
     p.add_argument("--bank", help="bank id to import as (default: the id it was exported from)")
     p.add_argument("--replace", action="store_true", help="replace an existing bank of that id")
-    _store_options(p)
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser("migrate", parents=[common], help="copy banks to the server backend (resumable, verified)",
@@ -67,31 +63,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
     p.set_defaults(func=cmd_migrate)
 
 
-def _store_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--graph", help="graph store instead of --path: a SQLite file or bolt://host:port (Neo4j)")
-    p.add_argument("--vectors", help="vector index for --graph: a Chroma directory or http://host:port")
-
-
-def _store_path(args: argparse.Namespace) -> Path:
-    return Path(getattr(args, "path", None) or os.environ.get("HINDSIGHT_PATH") or "memory")
-
-
 @contextlib.contextmanager
 def _open(args: argparse.Namespace, *, must_exist: bool) -> Iterator[Hindsight]:
-    """The store named by ``--graph``/``--vectors`` or ``--path``, without background work."""
-    from .. import Hindsight
-    from ..errors import InvalidInputError, StoreError
+    """The store the options name (``--path | --graph/--vectors``, or the environment), without background
+    work."""
+    from ..cli_options import open_store
 
-    if args.graph:
-        if not args.vectors:
-            raise InvalidInputError("--graph needs --vectors (the vector index that goes with it)")
-        opened = Hindsight.open(None, graph=args.graph, vectors=args.vectors, start_worker=False)
-    else:
-        path = _store_path(args)
-        if must_exist and not (path / "graph.sqlite").exists():
-            raise StoreError(f"there is no memory store at {path} (pass --path or set HINDSIGHT_PATH)")
-        opened = Hindsight.open(path, start_worker=False)
-    with opened as hs:
+    with open_store(args, must_exist=must_exist, start_worker=False) as hs:
         yield hs
 
 
@@ -158,15 +136,13 @@ def _describe(bank: BankMigration) -> list[str]:
 def cmd_migrate(args: argparse.Namespace) -> dict[str, Any] | None:
     """``migrate --from PATH --to-graph URI --to-vectors URL [--bank ID ...] [--replace]``."""
     from .. import Hindsight
-    from ..errors import StoreError
+    from ..stores.locate import StoreLocation
     from .migrate import migrate
 
-    source_path = Path(args.source) if args.source else _store_path(args)
-    if not (source_path / "graph.sqlite").exists():
-        raise StoreError(f"there is no memory store at {source_path} to migrate (pass --from)")
+    where = StoreLocation.resolve(args.source or args.path, args.graph, args.vectors).require("nothing to migrate: ")
+    to = StoreLocation.resolve(graph=args.to_graph, vectors=args.to_vectors)
     # The target first: a server that cannot be reached fails before the source's models load.
-    with Hindsight.open(None, graph=args.to_graph, vectors=args.to_vectors, start_worker=False) as target, \
-            Hindsight.open(source_path, start_worker=False) as source:
+    with Hindsight.open(to, start_worker=False) as target, Hindsight.open(where, start_worker=False) as source:
         report = migrate(source, target, args.banks, replace=args.replace)
     args.exit_status = 0 if report.ok else 1
     if args.json:
@@ -175,6 +151,6 @@ def cmd_migrate(args: argparse.Namespace) -> dict[str, Any] | None:
         for line in _describe(bank):
             print(line)
     if not report.banks:
-        print(f"no banks in {source_path}")
+        print(f"no banks in {where.describe()}")
     print(f"{'ok' if report.ok else 'PROBLEMS'}: {len(report.banks)} banks in {report.seconds:.1f} s")
     return None

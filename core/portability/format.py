@@ -36,21 +36,6 @@ FORMAT_VERSION = 1
 RECORD_KINDS = ("bank", "document", "entity", "unit", "link", "opinion_history")
 """The kinds counted in the header, in file order (``header`` and ``end`` frame them)."""
 
-MAX_BANK_ID_CHARS = 512  # the limit ``Hindsight.bank`` enforces
-
-
-def check_bank_id(value: object) -> str:
-    """A bank id as ``Hindsight.bank`` accepts it (non-empty, at most 512 characters, printable, valid unicode);
-    raises ``ValueError`` (an ``InvalidInputError`` at the public edge) naming the rule broken."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError("a bank id must be a non-empty string")
-    if len(value) > MAX_BANK_ID_CHARS:
-        raise ValueError(f"a bank id is at most {MAX_BANK_ID_CHARS} characters")
-    if any(0xD800 <= ord(c) <= 0xDFFF or ord(c) < 0x20 for c in value):
-        raise ValueError("a bank id may not contain control characters or invalid unicode")
-    return value
-
-
 def generator() -> str:
     """Which library wrote a file (informational)."""
     try:

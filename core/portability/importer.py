@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from ..engine import Engine
 from ..errors import InvalidInputError
-from .format import check_bank_id
+from ..validation import check_bank_id
 from .ids import remap
 from .jsonl import read_archive
 from .restore import IMPORT_MARKER, restore
