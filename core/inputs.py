@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
 from .errors import InvalidInputError, TooManyMessagesError
-from .models import Document, DocumentKind, Message, as_utc
+from .models import Document, DocumentKind, Message
+from .temporal.timestamps import parse_timestamp
 
 RetainInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any] | Message | str]
 
@@ -30,36 +31,6 @@ def clean_text(text: str, warnings: list[str], where: str) -> str:
     if fixed != text:
         warnings.append(f"{where}: replaced invalid unicode or control characters")
     return fixed
-
-
-def parse_timestamp(value: Any, what: str = "timestamp") -> datetime | None:
-    """Accept a datetime, date, epoch seconds or ISO-8601 / natural date string; return aware UTC."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return as_utc(value)
-    if isinstance(value, date):
-        return datetime(value.year, value.month, value.day, tzinfo=UTC)
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        try:
-            return datetime.fromtimestamp(float(value), UTC)
-        except (OverflowError, OSError, ValueError) as exc:
-            raise InvalidInputError(f"invalid {what}: {value!r} ({exc})") from exc
-    if isinstance(value, str) and value.strip():
-        text = value.strip()
-        try:
-            return as_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
-        except ValueError:
-            pass
-        import dateparser
-
-        parsed = dateparser.parse(
-            text, languages=["en"], settings={"RETURN_AS_TIMEZONE_AWARE": True, "TIMEZONE": "UTC",
-                                               "TO_TIMEZONE": "UTC", "STRICT_PARSING": False},
-        )
-        if parsed is not None:
-            return as_utc(parsed)
-    raise InvalidInputError(f"invalid {what}: {value!r} is not a date or time")
 
 
 def normalise_messages(

@@ -449,13 +449,13 @@ def test_plain_chat_throughput() -> None:
 
 def test_dateparser_is_only_a_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = temporal_parser._dateparser_window
+    real = temporal_parser._free_window
 
     def spy(text: str, ctx: object) -> object:
         calls.append(text)
         return real(text, ctx)
 
-    monkeypatch.setattr(temporal_parser, "_dateparser_window", spy)
+    monkeypatch.setattr(temporal_parser, "_free_window", spy)
     for text in [*CHAT, *(f[0] for f in FORMS if f[0] not in ("08May2023", "2023 May 8"))]:
         parse_temporal(text, REF)
     assert calls == []
@@ -653,3 +653,18 @@ def test_prop_prefilter_and_gates_lose_nothing(ref: datetime, words: list[str]) 
     finally:
         temporal_parser._PREFILTER, temporal_parser._RULES = saved
     assert fast == slow
+
+
+def test_one_free_date_fallback_bounds_its_input() -> None:
+    from hindsight_core.errors import InvalidInputError
+    from hindsight_core.temporal.timestamps import MAX_DATE_CHARS, parse_timestamp, read_free_date
+
+    assert read_free_date("2023 May 8") is not None
+    assert read_free_date("8 May 2023 " * 100) is None  # refused before dateparser, not parsed for seconds
+    t0 = clock.perf_counter()
+    with pytest.raises(InvalidInputError) as caught:
+        parse_timestamp("5 March 2025 " + "x" * 1_000_000)
+    assert clock.perf_counter() - t0 < 1.0
+    message = str(caught.value)
+    assert len(message) < 300 and f"{MAX_DATE_CHARS} characters at most" in message
+    assert parse_timestamp("March 2025").day == 1  # the first of the month when none is given

@@ -37,6 +37,7 @@ from ..temporal import (
     statement_expressions,
     statement_tense,
 )
+from ..temporal.timestamps import read_free_date
 
 __all__ = [
     "DateRange", "annotate_relative", "constraint_days", "occurrence", "parse_model_date", "phrase_range",
@@ -77,34 +78,17 @@ def constraint_days(constraint: TemporalConstraint | None, ref: datetime) -> Dat
     return first.date(), last.date()
 
 
-def _dateparser_range(expr: str, ref: datetime, tense: Tense | None) -> DateRange | None:
-    """Free-form dates the shared resolver does not read, through dateparser (imported only when needed)."""
-    try:
-        from dateparser.date import DateDataParser
-    except ImportError:  # an optional nicety: the ISO and shared paths cover what the prompt asks for
+def _free_range(expr: str, ref: datetime, tense: Tense | None) -> DateRange | None:
+    """Free-form dates the shared resolver does not read, through the one fallback (``read_free_date``)."""
+    found = read_free_date(expr, now=ref, prefer="future" if tense == "future" else "past")
+    if found is None:
         return None
-    parser = DateDataParser(
-        languages=["en"],
-        settings={
-            "RELATIVE_BASE": ref.replace(tzinfo=None),
-            "PREFER_DATES_FROM": "future" if tense == "future" else "past",
-            "PREFER_DAY_OF_MONTH": "first",
-            "RETURN_AS_TIMEZONE_AWARE": False,
-        },
-    )
-    try:
-        data = parser.get_date_data(expr)
-    except Exception:  # dateparser raises assorted errors on odd input; a bad date is just unknown
-        return None
-    if data is None or data.date_obj is None:
-        return None
-    day = data.date_obj.date()
-    period = data.period or "day"
-    if period == "year":
+    day = found.day
+    if found.period == "year":
         return date(day.year, 1, 1), date(day.year, 12, 31)
-    if period == "month":
+    if found.period == "month":
         return _month_range(day)
-    if period == "week":
+    if found.period == "week":
         return _week_range(day)
     return day, day
 
@@ -135,7 +119,7 @@ def parse_model_date(value: str, ref: datetime, tense: Tense | None = None) -> D
         # The field holds nothing but a date, so a bare "May" or "June" is the month; in free text the
         # resolver rightly wants a cue ("in May") before reading one ("I may go", "a letter from June").
         shared = constraint_days(parse_temporal(f"in {text}", ref, tense=tense), ref)
-    return shared if shared is not None else _dateparser_range(text, ref, tense)
+    return shared if shared is not None else _free_range(text, ref, tense)
 
 
 def _deictic_phrases(text: str, ref: datetime) -> list[tuple[int, int, DateRange]]:

@@ -60,6 +60,7 @@ from .rules_relative import (
     _h_weekday,
     _h_weekend,
 )
+from .timestamps import read_free_date
 from .units import _context, _Ctx, _days, _months, _Win
 from .vocabulary import _FLAGS, _PREFILTER
 
@@ -146,32 +147,17 @@ def _select(cands: list[tuple[int, int, int, _Hit]]) -> list[_Hit]:
     return chosen
 
 
-def _dateparser_window(span: str, ctx: _Ctx) -> _Win | None:
-    """Parse an explicit date string with dateparser (lazy import: it is slow to load)."""
-    try:
-        from dateparser.date import DateDataParser
-
-        # The reference's wall clock with TIMEZONE=UTC: dateparser shifts nothing, dates stay local.
-        settings = {
-            "RELATIVE_BASE": ctx.now.replace(tzinfo=None),
-            "PREFER_DATES_FROM": "future" if ctx.ahead else "past",
-            "RETURN_AS_TIMEZONE_AWARE": True,
-            "TIMEZONE": "UTC",
-            "DATE_ORDER": "MDY",
-        }
-        data = DateDataParser(languages=["en"], settings=settings).get_date_data(span)
-    except Exception:  # dateparser is a best-effort fallback: never let it break parsing
+def _free_window(span: str, ctx: _Ctx) -> _Win | None:
+    """An explicit date string the rules leave to the one free-form fallback (``timestamps.read_free_date``)."""
+    found = read_free_date(span, now=ctx.now, prefer="future" if ctx.ahead else "past")
+    if found is None:
         return None
-    if data is None or data.date_obj is None:
-        return None
-    d = data.date_obj.date()
-    parts = set(getattr(data, "parts", None) or ())
-    if "day" in parts or data.period == "day":
+    d = found.day
+    if "day" in found.parts or found.period == "day":
         return _days(ctx, d, d)
-    if "month" in parts and "year" in parts:
+    if "month" in found.parts and "year" in found.parts:
         return _months(ctx, d.year, d.month, d.year, d.month)
     return None
-
 
 
 def _find(text: str, ctx: _Ctx) -> list[_Hit]:
@@ -182,7 +168,7 @@ def _find(text: str, ctx: _Ctx) -> list[_Hit]:
         failed = False
         for h in hits:
             if h.kind == "lazy":
-                win = _dateparser_window(text[h.start : h.end], ctx)
+                win = _free_window(text[h.start : h.end], ctx)
                 if win is None:  # not a date after all: drop it and let shorter rule matches compete
                     skip.add((h.start, h.end))
                     failed = True
