@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from .config import Settings
-from .embedding import Embedder
+from .embedders import Embedder
 from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
 from .fact_job import FactJob

@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 
 from .config import Settings
-from .embedding import Embedder
+from .embedders import Embedder
 from .stores.base import UnitStore, VectorIndex
 from .unit_text import index_units
 

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .config import Settings
-from .embedding import Embedder
+from .embedders import Embedder
 from .entities import EntityResolver
 from .errors import ConflictError, EmptyExtractionError, ExtractionError, HindsightError, StoreError
 from .extract.base import ExtractedFact, Extractor, ExtractorWithWork

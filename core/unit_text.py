@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from .embedding import Embedder
+from .embedders import Embedder
 from .models import Memory
 from .stores.base import UnitStore, VectorIndex, VectorMeta
 

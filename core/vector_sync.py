@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from .config import Settings
-from .embedding import Embedder
+from .embedders import Embedder
 from .stores.base import BankStore, UnitStore, VectorIndex, VectorMarks
 from .unit_text import stored_embedding_texts, vector_metadata
 

@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import torch
 
-from hindsight_core.embedding import SentenceTransformerEmbedder, _plain_mean_pooling
+from hindsight_core.embedders.sentence_transformer import SentenceTransformerEmbedder, _plain_mean_pooling
 
 TEXTS = ["What did Melanie paint?", "Caroline went to an LGBTQ support group yesterday and it was powerful.",
          "Ünïcödé résumé, 東京 and emoji 🎨", ""]

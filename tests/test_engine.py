@@ -19,7 +19,7 @@ from hindsight_core import (
     TimeRange,
 )
 from hindsight_core.config import RecallSettings, Settings
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.models import DocumentStatus, JobStatus
 from hindsight_core.stores.base import VectorMeta
 from hindsight_core.stores.chroma import ChromaVectorIndex

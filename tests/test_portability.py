@@ -34,7 +34,7 @@ from support.conversation import CONVERSATION
 
 from hindsight_core import Hindsight
 from hindsight_core.cli_run import run_parsed
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.errors import HindsightError, InvalidInputError, StoreError
 from hindsight_core.integrity import check
 from hindsight_core.models import LinkType, Network, OpinionEvent

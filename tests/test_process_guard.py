@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_core import Hindsight
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.errors import StoreLockedError
 from hindsight_core.integrity import check
 from hindsight_core.stores.chroma import ChromaVectorIndex

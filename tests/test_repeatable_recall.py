@@ -14,7 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hindsight_core import Hindsight
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.stores.exact_vectors import BankVectors
 
 PEOPLE = ["Maya", "Ana", "Oscar", "Lena", "Tom", "Ravi", "Jun", "Ines"]

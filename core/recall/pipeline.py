@@ -11,7 +11,7 @@ from itertools import chain, islice
 from typing import Any
 
 from ..config import RecallSettings
-from ..embedding import Embedder, embed_queries
+from ..embedders import Embedder, embed_queries
 from ..errors import InvalidInputError, StoreError
 from ..inputs import clean_text, parse_timestamp
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow

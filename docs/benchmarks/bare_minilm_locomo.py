@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from hindsight_bench.metrics import coverage
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.formats import evidence_ids, locomo_sessions
 
 

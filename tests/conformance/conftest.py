@@ -18,7 +18,7 @@ import pytest
 from conformance_support import Backend, ServerEnv, server_store
 from support.servers import bolt_server, chroma_server, ensure_arcadedb_database
 
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.sqlite import SQLiteGraphStore
 

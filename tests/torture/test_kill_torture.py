@@ -22,7 +22,7 @@ import pytest
 from kill_workload import BANK, Journal, document_messages, run_writer, sources_version
 
 from hindsight_core import Hindsight
-from hindsight_core.embedding import SentenceTransformerEmbedder
+from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.integrity import check
 
 KILLS = int(os.environ.get("HINDSIGHT_TORTURE_KILLS", "50"))
