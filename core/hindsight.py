@@ -85,13 +85,7 @@ class Hindsight:
             count_tokens=self.count_tokens, executor=self._executor, owner=self.lease.id,
             notify=self.notify_worker, reranker=reranker,
         )
-        # The pipelines, for tools and tests that drive one directly.
-        self.vectors = self.engine.vectors
-        self.retainer = self.engine.retainer
-        self.recaller = self.engine.recaller
-        self.reflector = self.engine.reflector
-        self.forgetter = self.engine.forgetter
-        self.jobs = self.engine.jobs
+        # The background worker, for callers that run queued jobs themselves (``start_worker=False``).
         self.worker = self.engine.worker
         self._start_worker = start_worker
         self._closed = False
@@ -138,10 +132,10 @@ class Hindsight:
         with self._recover_lock:
             released = self.store.release_owners(self.lease.dead_owners(), self.lease.id, utcnow())
             for bank_id, document_id in released.documents:
-                job = self.jobs.resume_document(bank_id, document_id)
+                job = self.engine.jobs.resume_document(bank_id, document_id)
                 log.warning("document %r of bank %r was left unfinished by a process that died: resumed as job %s",
                             document_id, bank_id, job.id)
-            synced = self.vectors.sync()
+            synced = self.engine.vectors.sync()
         if released.documents:
             self.notify_worker()
         return {"jobs_requeued": released.jobs, "documents_resumed": len(released.documents),
@@ -170,7 +164,9 @@ class Hindsight:
         The embedded default keeps a SQLite graph store (``graph.sqlite``) and a Chroma index
         (``vectors/``) under ``path``. ``graph`` may instead be a store object or a SQLite file path;
         ``vectors`` a ``VectorIndex``, ``"http://host:port"`` for a Chroma server, or ``"memory"`` for an
-        in-process index. ``path=None`` with no stores keeps everything in memory (tests, notebooks).
+        in-process index. ``path=None`` with no stores keeps everything in memory (tests, notebooks). ``path``
+        may also be a ``StoreLocation`` (``hindsight_core.stores.locate``: what the command line resolves from
+        ``--path``, ``--graph``/``--vectors`` or the environment).
 
         Server mode: ``graph="bolt://host:7687"`` (or ``neo4j://``, ``neo4j+s://``, ``bolt+s://``) opens a
         ``Neo4jGraphStore``; credentials come from ``neo4j_user``/``neo4j_password``/``neo4j_database`` or
@@ -184,8 +180,11 @@ class Hindsight:
         # Before any store opens: an unknown name or a missing package fails with nothing left to close.
         kwargs["embedder"] = make_embedder(kwargs.get("embedder"))
         if isinstance(path, StoreLocation):
-            path, graph, vectors = path.path, graph or path.graph, vectors or path.vectors
-        root = Path(path) if path is not None else None
+            where = path
+            graph, vectors = graph or where.graph, vectors or where.vectors
+            root = where.path
+        else:
+            root = Path(path) if path is not None else None
         neo4j_options = {k: kwargs.pop(f"neo4j_{k}") for k in ("user", "password", "database")
                          if f"neo4j_{k}" in kwargs}
         # The vector index first: a Chroma server that cannot be reached then leaves no open Bolt driver.
@@ -257,7 +256,7 @@ class Hindsight:
         dropped by the next sync)."""
         if self.store.get_bank(bank_id) is None:
             raise BankNotFoundError(f"no bank {bank_id!r}")
-        self.forgetter.delete_bank(bank_id)
+        self.engine.forgetter.delete_bank(bank_id)
 
     @public
     def import_bank(

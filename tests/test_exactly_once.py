@@ -90,7 +90,7 @@ def test_a_retried_scheduled_reflect_stores_its_opinions_once(tmp_path: Path) ->
         job = bank.schedule_reflect("Is Ana a runner?")
         assert hs.worker.run_once()
         # The worker died before marking the job done: the same job runs again from the start.
-        hs.jobs.run_reflect(job)
+        hs.engine.jobs.run_reflect(job)
         opinions = bank.opinions()
         assert [o.text for o in opinions] == ["Ana is a dedicated runner."]
         assert [e.label for e in bank.opinion_history(opinions[0].id)] == ["formed"]

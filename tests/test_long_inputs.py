@@ -208,13 +208,13 @@ def test_a_long_text_failing_half_way_leaves_nothing_half_stored_and_can_be_reta
     with Hindsight.open(tmp_path / "m") as hs:
         real = hs.embedder
         hs.bank("b").retain("Warm-up note about Lisbon.", extract=False)
-        hs.retainer.embedder = HalfThenFail(real)
+        hs.engine.retainer.embedder = HalfThenFail(real)
         with pytest.raises(ExtractionError, match="went away"):
             hs.bank("b").retain(text, document_id="book", extract=False)
         assert hs.bank("b").document("book").status == DocumentStatus.FAILED
         assert hs.store.units_of_document("b", "book") == []
         assert_clean(hs)
-        hs.retainer.embedder = real
+        hs.engine.retainer.embedder = real
         result = hs.bank("b").reprocess("book", extract=False)
         assert len(result.memories) == len(passage_spans(text, hs.settings.passage_chars))
         assert_clean(hs)
@@ -237,7 +237,7 @@ CHILD = textwrap.dedent("""
 
     with Hindsight.open(sys.argv[1]) as hs:
         hs.bank("b").retain("Warm-up note about Lisbon.", extract=False)
-        hs.retainer.embedder = KillHalfWay(hs.embedder)
+        hs.engine.retainer.embedder = KillHalfWay(hs.embedder)
         hs.bank("b").retain(long_text(15_000)[0], document_id="book", extract=False)
 """)
 

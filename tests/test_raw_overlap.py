@@ -38,9 +38,9 @@ def test_extract_alongside_equals_extract(n: int) -> None:
 def test_raw_retain_vectors_are_the_units_embedding_texts(tmp_path: Path) -> None:
     with Hindsight.open(tmp_path, start_worker=False) as hs:
         doc = Document(id="d", bank_id="b", content="", timestamp=T0)
-        facts, vectors = hs.retainer.extract(doc, _messages(20))
+        facts, vectors = hs.engine.retainer.extract(doc, _messages(20))
         assert vectors is not None and vectors.shape == (len(facts), hs.embedder.dimension)
-        units = [hs.retainer._unit("b", doc, f, None) for f in facts]
+        units = [hs.engine.retainer._unit("b", doc, f, None) for f in facts]
         expected = hs.embedder.embed(embedding_texts(units))
         assert np.allclose(vectors, expected, atol=1e-6)
         res = hs.bank("b").retain(_messages(20), extract=False, background=False, document_id="d2")

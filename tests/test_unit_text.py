@@ -50,6 +50,6 @@ def test_rebuilt_vectors_equal_the_ones_retain_wrote(tmp_path: Path) -> None:
         assert hs.reconciled["b"]["reindexed"] == len(ids)
         rebuilt = hs.index.get_embeddings("b", ids)
         assert all(np.allclose(rebuilt[i], written[i], atol=1e-5) for i in ids)
-        assert hs.vectors.reindex("b", ids) is not None
+        assert hs.engine.vectors.reindex("b", ids) is not None
         again = hs.index.get_embeddings("b", ids)
         assert all(np.allclose(again[i], written[i], atol=1e-5) for i in ids)

@@ -548,7 +548,7 @@ def _score(
         category = CATEGORIES.get(int(qa.get("category", 0)), "other")
         row: dict[str, Any] = {"question": str(qa["question"]), "category": category, "evidence": sorted(evidence)}
         for name, (hs, bank, distinct) in banks.items():
-            settings = hs.recaller.settings
+            settings = hs.engine.recaller.settings
             kept, settings.distinct_evidence = settings.distinct_evidence, distinct
             try:
                 mems = bank.recall(str(qa["question"]), budget=10**9, reference_time=reference).memories
