@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain, islice
 from typing import Any
@@ -21,9 +22,9 @@ from ..validation import When, Window
 from . import channels as ch
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
+from .registry import CHANNELS, REGISTRY, ChannelQuery, Hits, needed, trusted
 from .rerank import Reranker
 
-CHANNELS: tuple[str, ...] = ("semantic", "keyword", "graph", "temporal")
 ANCHOR_MIN_SIMILARITY = 0.35  # below this the anchor event ("the trip") is not considered found
 
 
@@ -95,56 +96,68 @@ class RecallPipeline:
         query, nets, window, ref, enabled = self._validate(
             query, budget, max_memories, networks, time_range, reference_time, channels
         )
-        s = self.settings
+        constraint, results = self._run_channels(bank_id, query, nets, window, ref, enabled, timings)
+        ordered: dict[str, Hits] = {name: r for name in CHANNELS
+                                    if name in enabled and (r := results.get(name)) is not None}
 
-        # Keyword search needs no vector: start it before the query embedding.
-        futures: dict[str, Future[list[tuple[str, float]]]] = {}
-        need_keyword = "keyword" in enabled or "graph" in enabled
-        if need_keyword:
-            futures["keyword"] = self.executor.submit(
-                _timed, timings, "keyword_ms", ch.keyword, self.store, bank_id, query, s.keyword_k, nets, window,
-                s.keyword_context_weight,
-            )
+        t = time.perf_counter()
+        fused, hits = reciprocal_rank_fusion(ordered, k=self.settings.rrf_k, weights=self.weights, with_hits=trace)
+        fused = fused[: self.settings.max_candidates]
+        timings["fusion_ms"] = _ms(t)
+
+        notes = _Notes()
+        chosen, used = self._select(bank_id, query, fused, nets, window, budget, max_memories, notes, timings)
+        scores = dict(fused)
+        out = [m.model_copy(update={"score": scores.get(m.id, 0.0)}) for m, _ in chosen]
+        timings["total_ms"] = _ms(t_all)
+        rec_trace = None
+        if trace:
+            rec_trace = _trace(query, ref, constraint, ordered, fused, hits, chosen, notes, timings, budget)
+        return Recall(query=query, memories=out, tokens=used, trace=rec_trace)
+
+    def _run_channels(
+        self, bank_id: str, query: str, nets: list[Network] | None, window: TimeRange | None, ref: datetime,
+        enabled: tuple[str, ...], timings: dict[str, float],
+    ) -> tuple[TemporalConstraint | None, dict[str, Hits | None]]:
+        """Every registered channel the enabled ones need: those without the query vector start at once, the
+        vector is embedded meanwhile, then the rest run (in the pool, the ``inline`` one here), and channels that
+        take others' rankings run last."""
+        names = needed(enabled)
+        futures: dict[str, Future[Hits | None]] = {}
+        early = ChannelQuery(bank_id=bank_id, text=query, vector=None, networks=nets, window=window, constraint=None,
+                             settings=self.settings, weights=self.weights, store=self.store, index=self.index,
+                             earlier={})
+        for name in (n for n in names if not REGISTRY[n].needs_vector and not REGISTRY[n].after):
+            futures[name] = self.executor.submit(_timed, timings, f"{name}_ms", REGISTRY[name].run, early)
         t = time.perf_counter()
         qvec = embed_queries(self.embedder, [query])[0]
         timings["embed_ms"] = _ms(t)
-
         t = time.perf_counter()
-        constraint = self.time_constraint(bank_id, query, ref, qvec) if "temporal" in enabled else None
+        constraint = self.time_constraint(bank_id, query, ref, qvec) if "temporal" in names else None
         timings["time_parse_ms"] = _ms(t)
-        if constraint is not None and constraint.range is not None:
-            futures["temporal"] = self.executor.submit(
-                _timed, timings, "temporal_ms", ch.temporal, self.index, bank_id, qvec, constraint.range,
-                s.temporal_k, nets, window, self.store,
-            )
-        results: dict[str, list[tuple[str, float]]] = {}
-        if "semantic" in enabled or "graph" in enabled:
-            results["semantic"] = self.trusted(bank_id, _timed(
-                timings, "semantic_ms", ch.semantic, self.index, bank_id, qvec, s.semantic_k, nets, window
-            ))
+        direct = replace(early, vector=qvec, constraint=constraint)
+        vector_channels = [n for n in names if REGISTRY[n].needs_vector and not REGISTRY[n].after]
+        for name in (n for n in vector_channels if not REGISTRY[n].inline):
+            futures[name] = self.executor.submit(_timed, timings, f"{name}_ms", REGISTRY[name].run, direct)
+        results: dict[str, Hits | None] = {}
+        for name in (n for n in vector_channels if REGISTRY[n].inline):
+            results[name] = _timed(timings, f"{name}_ms", REGISTRY[name].run, direct)
         for name, fut in futures.items():
             results[name] = fut.result()
-        if "graph" in enabled:
-            # Spreading activation starts from the best direct hits of semantic and keyword together.
-            direct = {n: r for n, r in results.items() if n in ("semantic", "keyword")}
-            seeds, _ = reciprocal_rank_fusion(direct, k=s.rrf_k, weights=self.weights, with_hits=False)
-            seeds = seeds[: s.graph_seeds]
-            if seeds:
-                top = seeds[0][1]
-                results["graph"] = _timed(
-                    timings, "graph_ms", ch.graph, self.store, bank_id, [(i, v / top) for i, v in seeds], s
-                )
-        results = {name: r for name, r in results.items() if name in enabled}
+        for name in (n for n in names if REGISTRY[n].after):
+            earlier = {n: r for n in REGISTRY[name].after if (r := results.get(n)) is not None}
+            results[name] = _timed(timings, f"{name}_ms", REGISTRY[name].run, replace(direct, earlier=earlier))
+        return constraint, results
 
-        t = time.perf_counter()
-        ordered = {name: results[name] for name in CHANNELS if name in results}
-        fused, hits = reciprocal_rank_fusion(ordered, k=s.rrf_k, weights=self.weights, with_hits=trace)
-        fused = fused[: s.max_candidates]
-        timings["fusion_ms"] = _ms(t)
-
+    def _select(
+        self, bank_id: str, query: str, fused: Hits, nets: list[Network] | None, window: TimeRange | None,
+        budget: int, max_memories: int | None, notes: _Notes, timings: dict[str, float],
+    ) -> tuple[list[tuple[Memory, int]], int]:
+        """The fused candidates loaded in rank order, reranked if a reranker is set, with neighbouring context and
+        distinct evidence first, packed into the budget."""
+        s = self.settings
         t = time.perf_counter()
         memories: Iterator[Memory] = self._iter_memories(bank_id, [i for i, _ in fused], nets, window)
-        scores = dict(fused)
         if self.reranker is not None:
             head = list(islice(memories, 100))
             rescored = self.reranker.score(query, [m.text for m in head]) if head else []
@@ -152,47 +165,17 @@ class RecallPipeline:
             memories = chain((head[i] for i in order), memories)
             timings["rerank_ms"] = _ms(t)
             t = time.perf_counter()
-        context_of: dict[str, str] = {}
-        memories = self._with_context(bank_id, memories, nets, window, context_of)
-        covered_by: dict[str, str] = {}
+        memories = self._with_context(bank_id, memories, nets, window, notes.context_of)
         if s.distinct_evidence:
-            memories = distinct_evidence_first(memories, covered_by)
-        cites: dict[str, list[str]] = {}
-        chosen, used = pack(((m, m.text) for m in _noting_cites(memories, cites)), budget, self.count_tokens,
+            memories = distinct_evidence_first(memories, notes.covered_by)
+        chosen, used = pack(((m, m.text) for m in _noting_cites(memories, notes.cites)), budget, self.count_tokens,
                             max_memories)
         timings["pack_ms"] = _ms(t)
-        out = [m.model_copy(update={"score": scores.get(m.id, 0.0)}) for m, _ in chosen]
-        timings["total_ms"] = _ms(t_all)
+        return chosen, used
 
-        rec_trace = None
-        if trace:
-            selected = {m.id: tokens for m, tokens in chosen}
-            unranked = [i for i in context_of if i not in scores]
-            rec_trace = RecallTrace(
-                query=query,
-                reference_time=ref,
-                time_range=constraint.range if constraint is not None else None,
-                channel_sizes={name: len(r) for name, r in ordered.items()},
-                items=[
-                    TraceItem(
-                        memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
-                        tokens=selected.get(i, 0), selected=i in selected, context_of=context_of.get(i),
-                        cites=cites.get(i), covered_by=covered_by.get(i),
-                    )
-                    for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
-                ],
-                timings_ms=timings,
-                budget=budget,
-            )
-        return Recall(query=query, memories=out, tokens=used, trace=rec_trace)
-
-    def trusted(self, bank_id: str, hits: list[tuple[str, float]]) -> list[tuple[str, float]]:
-        """Vector hits whose unit exists: a vector can outlive its unit for a moment (a forget half done, a
-        crashed writer) until its mark is synced, and must never take a rank from a real memory."""
-        if not hits:
-            return hits
-        present = self.store.units_exist(bank_id, [i for i, _ in hits])
-        return hits if len(present) == len(hits) else [(i, v) for i, v in hits if i in present]
+    def trusted(self, bank_id: str, hits: Hits) -> Hits:
+        """Vector hits whose unit exists (see ``registry.trusted``)."""
+        return trusted(self.store, bank_id, hits)
 
     async def arecall(self, bank_id: str, query: str, **kwargs: Any) -> Recall:
         """Async twin: the whole recall runs in a worker thread so the event loop is never blocked."""
@@ -281,6 +264,43 @@ class RecallPipeline:
         if unknown or not enabled:
             raise InvalidInputError(f"channels must be a non-empty subset of {CHANNELS}, got {channels!r}")
         return query, nets, window, ref, enabled
+
+
+@dataclass
+class _Notes:
+    """What packing learned about the selected memories, for the trace: context added beside a hit (added id ->
+    hit id), evidence covered by a fact already chosen, and the raw messages each chosen fact cites."""
+
+    context_of: dict[str, str] = field(default_factory=dict)
+    covered_by: dict[str, str] = field(default_factory=dict)
+    cites: dict[str, list[str]] = field(default_factory=dict)
+
+
+def _trace(
+    query: str, ref: datetime, constraint: TemporalConstraint | None, ordered: Mapping[str, Hits], fused: Hits,
+    hits: Mapping[str, dict[str, Any]], chosen: list[tuple[Memory, int]], notes: _Notes, timings: dict[str, float],
+    budget: int,
+) -> RecallTrace:
+    """Every candidate's rank per channel and whether (and why) it was selected, with the stage timings."""
+    selected = {m.id: tokens for m, tokens in chosen}
+    scores = dict(fused)
+    unranked = [i for i in notes.context_of if i not in scores]
+    return RecallTrace(
+        query=query,
+        reference_time=ref,
+        time_range=constraint.range if constraint is not None else None,
+        channel_sizes={name: len(r) for name, r in ordered.items()},
+        items=[
+            TraceItem(
+                memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
+                tokens=selected.get(i, 0), selected=i in selected, context_of=notes.context_of.get(i),
+                cites=notes.cites.get(i), covered_by=notes.covered_by.get(i),
+            )
+            for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
+        ],
+        timings_ms=timings,
+        budget=budget,
+    )
 
 
 def _noting_cites(memories: Iterator[Memory], cites: dict[str, list[str]]) -> Iterator[Memory]:
