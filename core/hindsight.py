@@ -93,36 +93,42 @@ class Hindsight:
         self._close_index = False  # set by ``open`` for an index it created
         self.lease.start()
         try:
-            # One list: a bank another process creates meanwhile is opened (and checked) on first use.
-            banks = [profile.id for profile in store.list_banks()]
-            try:
-                for bank_id in banks:
-                    self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
-            except VectorIndexDamagedError as exc:
-                # Derived data: rebuilt from the graph store (reconcile re-embeds every unit below).
-                if not isinstance(self.index, ResettableIndex):
-                    raise
-                log.error("%s; rebuilding the vector index from the graph store", exc)
-                self.index.reset()
-                for bank_id in banks:
-                    self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
-                reconcile = True
-            # Off only for inspection (``hindsight check`` reports what a crash left before anything repairs it).
-            self.recovered = self.recover() if recover else {}
-            if reconcile:
-                for bank_id in banks:
-                    try:
-                        self.reconciled[bank_id] = reconcile_bank(bank_id, store, index, self.embedder,
-                                                                  self.settings)
-                    except StoreError:
-                        if store.get_bank(bank_id) is not None:
-                            raise  # a bank deleted by another process meanwhile is nothing to reconcile
+            self._start_up(reconcile=reconcile, recover=recover)
         except BaseException:
             self.lease.stop()
             self._executor.shutdown(wait=False)
             raise
         if start_worker and store.pending_jobs() > 0:
             self.worker.start()  # finish what an earlier process queued
+
+    def _start_up(self, *, reconcile: bool, recover: bool) -> None:
+        """Check every bank's vector collection (rebuilding a damaged index), recover what dead processes left
+        and reconcile the vectors with the graph."""
+        # One list: a bank another process creates meanwhile is opened (and checked) on first use.
+        banks = [profile.id for profile in self.store.list_banks()]
+        try:
+            for bank_id in banks:
+                self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
+        except VectorIndexDamagedError as exc:
+            # Derived data: rebuilt from the graph store (reconcile re-embeds every unit below).
+            if not isinstance(self.index, ResettableIndex):
+                raise
+            log.error("%s; rebuilding the vector index from the graph store", exc)
+            self.index.reset()
+            for bank_id in banks:
+                self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
+            reconcile = True
+        # Off only for inspection (``hindsight check`` reports what a crash left before anything repairs it).
+        self.recovered = self.recover() if recover else {}
+        if not reconcile:
+            return
+        for bank_id in banks:
+            try:
+                self.reconciled[bank_id] = reconcile_bank(bank_id, self.store, self.index, self.embedder,
+                                                          self.settings)
+            except StoreError:
+                if self.store.get_bank(bank_id) is not None:
+                    raise  # a bank deleted by another process meanwhile is nothing to reconcile
 
     def recover(self) -> dict[str, int]:
         """Take over what dead processes left: their running jobs are queued again, documents they left pending
