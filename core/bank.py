@@ -28,6 +28,7 @@ from .models import (
 from .observation_job import observation_document_id
 from .opinions import FormedOpinion
 from .profile_merge import amerge_background, merge_background
+from .retain_options import RetainOptions
 from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
 
 if TYPE_CHECKING:
@@ -126,15 +127,10 @@ class Bank:
         (``Bank.document(id).metadata``). ``defer=True`` returns as soon as the raw document is durably stored:
         even the raw memories come from a background job (result: ``queued=True``, ``job_id``, no memories yet).
         """
+        options = RetainOptions(timestamp, document_id, context, extract, metadata, background, document_metadata)
         if defer:
-            return self._engine.jobs.queue_retain(
-                self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-                metadata=metadata, background=background, document_metadata=document_metadata,
-            )
-        return self._engine.retainer.retain(
-            self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-            metadata=metadata, background=background, document_metadata=document_metadata,
-        )
+            return self._engine.jobs.queue_retain(self.id, content, options)
+        return self._engine.retainer.retain(self.id, content, options)
 
     @public
     async def aretain(
@@ -151,16 +147,10 @@ class Bank:
         defer: bool = False,
     ) -> RetainResult:
         """Async twin of ``retain``."""
+        options = RetainOptions(timestamp, document_id, context, extract, metadata, background, document_metadata)
         if defer:
-            return await asyncio.to_thread(
-                self._engine.jobs.queue_retain, self.id, content, timestamp=timestamp, document_id=document_id,
-                context=context, extract=extract, metadata=metadata, background=background,
-                document_metadata=document_metadata,
-            )
-        return await self._engine.retainer.aretain(
-            self.id, content, timestamp=timestamp, document_id=document_id, context=context, extract=extract,
-            metadata=metadata, background=background, document_metadata=document_metadata,
-        )
+            return await asyncio.to_thread(self._engine.jobs.queue_retain, self.id, content, options)
+        return await self._engine.retainer.aretain(self.id, content, options)
 
     @public
     def reprocess(self, document_id: Identifier, *, extract: bool = True) -> RetainResult:

@@ -17,7 +17,8 @@ from .inputs import RetainInput, parse_timestamp
 from .models import Disposition, DocumentStatus, Job, Network, RetainResult
 from .observation_job import FACT_NETWORKS
 from .reflect import ReflectPipeline
-from .retain import RetainPipeline, retain_options
+from .retain import RetainPipeline
+from .retain_options import RetainOptions
 from .stores.base import DocumentStore, EntityStore, JobQueue, UnitStore
 from .validation import When
 
@@ -54,32 +55,15 @@ class JobScheduler:
         return job
 
     # deferred retain ------------------------------------------------------------------------------
-    def queue_retain(
-        self,
-        bank_id: str,
-        content: RetainInput,
-        *,
-        timestamp: When = None,
-        document_id: str | None = None,
-        context: str | None = None,
-        extract: bool = True,
-        metadata: dict[str, Any] | None = None,
-        background: bool | None = None,
-        document_metadata: dict[str, Any] | None = None,
-    ) -> RetainResult:
+    def queue_retain(self, bank_id: str, content: RetainInput, options: RetainOptions) -> RetainResult:
         """Store the raw document now (validated, durable) and queue its extraction as a job.
 
         The document and its job are linked in one transaction (the document is pending on the job); a crash
         before that leaves the document held by this process's lease, and the next process resumes it.
         """
-        doc, _, warnings = self.retainer.prepare(
-            bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
-            document_metadata=document_metadata, options=retain_options(extract, background, metadata),
-            deferred=True,
-        )
+        doc, _, warnings = self.retainer.prepare(bank_id, content, options, deferred=True)
         job = Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
-                  payload={"document_id": doc.id, "extract": extract, "metadata": metadata or {},
-                           "background": background})
+                  payload={"document_id": doc.id, **options.recorded()})
         self.store.enqueue_job(job, document_id=doc.id)
         self.notify()
         return RetainResult(bank_id=bank_id, document_id=doc.id, memories=[], warnings=warnings, queued=True,

@@ -18,7 +18,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -43,9 +43,9 @@ from .models import (
     utcnow,
 )
 from .passages import split_long_messages
+from .retain_options import RetainOptions
 from .stores.base import BankStore, DocumentStore, EntityStore, UnitBatch, UnitStore, VectorIndex, VectorMarks
 from .unit_text import embedding_texts, search_contexts, timed_text, vector_metadata
-from .validation import When
 from .vector_sync import VectorSync
 
 log = logging.getLogger(__name__)
@@ -109,36 +109,27 @@ class RetainPipeline:
 
     # phases --------------------------------------------------------------------------------------
     def prepare(
-        self,
-        bank_id: str,
-        content: RetainInput,
-        *,
-        timestamp: When,
-        document_id: str | None,
-        context: str | None,
-        document_metadata: dict[str, Any] | None = None,
-        options: Mapping[str, Any] | None = None,
-        deferred: bool = False,
+        self, bank_id: str, content: RetainInput, options: RetainOptions, *, deferred: bool = False
     ) -> tuple[Document, list[Message], list[str]]:
         """Validate the input and durably store the raw document before anything can fail.
 
-        The document records what kind of input it was and how it is retained (``options``: extract,
-        background, metadata), and is held by this process's lease while it is extracted (``deferred``: pending
+        The document records what kind of input it was and how it is retained (``RetainOptions.recorded``:
+        extract, background, metadata), and is held by this process's lease while it is extracted (``deferred``: pending
         until its job runs), so that a process dying half way leaves something the next one can resume.
         """
         warnings: list[str] = []
-        when = parse_timestamp(timestamp) or utcnow()
+        when = parse_timestamp(options.timestamp) or utcnow()
         messages, _ = normalise_messages(content, when, warnings, self.settings.max_document_chars,
                                          self.settings.max_messages_per_retain)
         doc = Document(
-            id=document_id or str(uuid.uuid4()),
+            id=options.document_id or str(uuid.uuid4()),
             bank_id=bank_id,
             content=raw_json(messages, content),
-            context=context,
+            context=options.context,
             timestamp=when,
-            metadata=dict(document_metadata or {}),
+            metadata=dict(options.document_metadata or {}),
             kind=DocumentKind.TEXT if isinstance(content, str) else DocumentKind.MESSAGES,
-            options=dict(options or {}),
+            options=options.recorded(),
             status=DocumentStatus.PENDING if deferred else DocumentStatus.EXTRACTING,
             owner=self.vectors.owner,
             revision=uuid.uuid4().hex,
@@ -333,25 +324,11 @@ class RetainPipeline:
         return result
 
     # entry points --------------------------------------------------------------------------------
-    def retain(
-        self,
-        bank_id: str,
-        content: RetainInput,
-        *,
-        timestamp: When = None,
-        document_id: str | None = None,
-        context: str | None = None,
-        extract: bool = True,
-        metadata: dict[str, Any] | None = None,
-        background: bool | None = None,
-        document_metadata: dict[str, Any] | None = None,
-    ) -> RetainResult:
+    def retain(self, bank_id: str, content: RetainInput, options: RetainOptions | None = None) -> RetainResult:
         """Retain synchronously; see ``Bank.retain``. Returns once the raw units are committed."""
-        doc, messages, warnings = self.prepare(
-            bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
-            document_metadata=document_metadata, options=retain_options(extract, background, metadata),
-        )
-        return self.store_raw(doc, messages, warnings, metadata, extract, _background(extract, background))
+        options = options or RetainOptions()
+        doc, messages, warnings = self.prepare(bank_id, content, options)
+        return self.store_raw(doc, messages, warnings, options.metadata, options.extract, options.runs_background)
 
     def retain_stored(self, doc: Document) -> RetainResult | None:
         """Retain a document as stored (deferred, or resumed after a process died), without storing it again.
@@ -360,8 +337,9 @@ class RetainPipeline:
         stored again meanwhile, the newer retain owns it and None is returned. Options come from the
         document's record. A failure marks this revision failed and is raised (the worker retries).
         """
-        options = doc.options
-        extract = bool(options.get("extract", True))
+        recorded = doc.options
+        options = RetainOptions(extract=bool(recorded.get("extract", True)), metadata=recorded.get("metadata") or None,
+                                background=None if recorded.get("background") is None else bool(recorded["background"]))
         if doc.revision is None:  # stored before revisions existed: give it one to commit onto
             doc = doc.model_copy(update={"revision": uuid.uuid4().hex})
             self.store.put_document(doc)
@@ -377,10 +355,9 @@ class RetainPipeline:
         except BaseException as exc:
             self.fail(doc, exc)
             raise
-        background = options.get("background")
         try:
-            return self.store_raw(doc, messages, warnings, options.get("metadata") or None, extract,
-                                  _background(extract, None if background is None else bool(background)))
+            return self.store_raw(doc, messages, warnings, options.metadata, options.extract,
+                                  options.runs_background)
         except ConflictError:
             return None
 
@@ -389,42 +366,17 @@ class RetainPipeline:
             self.on_retained(result)
 
     async def aretain(
-        self,
-        bank_id: str,
-        content: RetainInput,
-        *,
-        timestamp: When = None,
-        document_id: str | None = None,
-        context: str | None = None,
-        extract: bool = True,
-        metadata: dict[str, Any] | None = None,
-        background: bool | None = None,
-        document_metadata: dict[str, Any] | None = None,
+        self, bank_id: str, content: RetainInput, options: RetainOptions | None = None
     ) -> RetainResult:
         """Async twin: no model is called (the facts come from a job), so storage and embedding run in a
         worker thread and the event loop is never blocked."""
-        doc, messages, warnings = await asyncio.to_thread(
-            self.prepare, bank_id, content, timestamp=timestamp, document_id=document_id, context=context,
-            document_metadata=document_metadata, options=retain_options(extract, background, metadata),
-        )
-        return await asyncio.to_thread(self.store_raw, doc, messages, warnings, metadata, extract,
-                                       _background(extract, background))
+        return await asyncio.to_thread(self.retain, bank_id, content, options)
 
 
 def facts_job(doc: Document, background: bool | None) -> Job:
     """The job that adds the LLM's facts of ``doc`` at its current revision (then its background work)."""
     return Job(id=str(uuid.uuid4()), bank_id=doc.bank_id, kind=FACTS,
                payload={"document_id": doc.id, "revision": doc.revision, "background": bool(background)})
-
-
-def _background(extract: bool, background: bool | None) -> bool:
-    """Background work (observations, opinions) defaults to on with the LLM and off for raw ingest."""
-    return extract if background is None else background
-
-
-def retain_options(extract: bool, background: bool | None, metadata: dict[str, Any] | None) -> dict[str, Any]:
-    """How a document is retained, kept with it so that a resumed or deferred extraction does the same."""
-    return {"extract": bool(extract), "background": background, "metadata": dict(metadata or {})}
 
 
 def _ms(start: float) -> float:
