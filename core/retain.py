@@ -44,7 +44,16 @@ from .models import (
 )
 from .passages import split_long_messages
 from .retain_options import RetainOptions
-from .stores.base import BankStore, DocumentStore, EntityStore, UnitBatch, UnitStore, VectorIndex, VectorMarks
+from .stores.base import (
+    BankStore,
+    DocumentStore,
+    EntityStore,
+    Mention,
+    UnitBatch,
+    UnitStore,
+    VectorIndex,
+    VectorMarks,
+)
 from .unit_text import embedding_texts, search_contexts, timed_text, vector_metadata
 from .vector_sync import VectorSync
 
@@ -180,23 +189,14 @@ class RetainPipeline:
         timings = {} if timings is None else timings
         with self._lock(bank_id):
             t = time.perf_counter()
-            old = self.store.units_of_document(bank_id, doc.id)
-            if cites is not None:  # facts beside raw units: replace the earlier facts only
-                old = [u.id for u in self.store.get_units(bank_id, old) if u.cites is not None]
+            old = self._replaced(doc, facts_only=cites is not None)
             units = [self._unit(bank_id, doc, fact, metadata) for fact in facts]
             for unit, cited in zip(units, cites or (), strict=False):
                 unit.metadata[FACT_CITES_KEY] = list(cited)
             resolution = self.resolver.resolve(bank_id, facts, [u.id for u in units])
             timings["resolve_ms"] = _ms(t)
 
-            if not units:
-                vectors = np.zeros((0, 0), dtype=np.float32)
-            elif vectors is None or len(vectors) != len(units):
-                t = time.perf_counter()
-                vectors = self.embedder.embed(embedding_texts(units, self.settings.embed_time_reference,
-                                                              self.settings.embed_reply_context))
-                timings["embed_ms"] = _ms(t)
-
+            vectors = self._vectors(units, vectors, timings)
             t = time.perf_counter()
             links = build_links(bank_id, units, facts, vectors, self.store, self.index, self.settings.links)
             timings["link_ms"] = _ms(t)
@@ -217,22 +217,30 @@ class RetainPipeline:
                 jobs=list(jobs),
             )
             names = self._commit(bank_id, doc.id, batch, vectors)
-            # Mentions of an entity another writer created meanwhile name the stored entity.
-            by_unit: dict[str, list[str]] = {u.id: [] for u in units}
-            for m in resolution.mentions:
-                by_unit[m.unit_id].append(names.get(m.entity_id, m.entity_id))
-            for unit in units:
-                unit.entities = by_unit[unit.id]
+            _name_entities(units, resolution.mentions, names)
             timings["commit_ms"] = _ms(t)
-        return RetainResult(
-            bank_id=bank_id,
-            document_id=doc.id,
-            memories=units,
-            entities=sorted({n for u in units for n in u.entities}),
-            links=len(links),
-            warnings=warnings or [],
-            timings_ms=timings,
-        )
+        return RetainResult(bank_id=bank_id, document_id=doc.id, memories=units, links=len(links),
+                            entities=sorted({n for u in units for n in u.entities}), warnings=warnings or [],
+                            timings_ms=timings)
+
+    def _replaced(self, doc: Document, *, facts_only: bool) -> list[str]:
+        """The units a new write of ``doc`` replaces: all of them, or (facts beside raw units) its facts only."""
+        old = self.store.units_of_document(doc.bank_id, doc.id)
+        if facts_only:
+            old = [u.id for u in self.store.get_units(doc.bank_id, old) if u.cites is not None]
+        return old
+
+    def _vectors(self, units: list[Memory], given: np.ndarray | None, timings: dict[str, float]) -> np.ndarray:
+        """The units' vectors: those computed alongside extraction when they match, else embedded now."""
+        if not units:
+            return np.zeros((0, 0), dtype=np.float32)
+        if given is not None and len(given) == len(units):
+            return given
+        t = time.perf_counter()
+        vectors = self.embedder.embed(embedding_texts(units, self.settings.embed_time_reference,
+                                                      self.settings.embed_reply_context))
+        timings["embed_ms"] = _ms(t)
+        return vectors
 
     def _commit(self, bank_id: str, document_id: str, batch: UnitBatch, vectors: np.ndarray) -> dict[str, str]:
         """Vectors first (marked), then the graph swap in one transaction, then the old vectors go."""
@@ -377,6 +385,16 @@ def facts_job(doc: Document, background: bool | None) -> Job:
     """The job that adds the LLM's facts of ``doc`` at its current revision (then its background work)."""
     return Job(id=str(uuid.uuid4()), bank_id=doc.bank_id, kind=FACTS,
                payload={"document_id": doc.id, "revision": doc.revision, "background": bool(background)})
+
+
+def _name_entities(units: list[Memory], mentions: Sequence[Mention], names: dict[str, str]) -> None:
+    """Each unit's entity names as stored: a mention of an entity another writer created meanwhile names the
+    stored entity."""
+    by_unit: dict[str, list[str]] = {u.id: [] for u in units}
+    for m in mentions:
+        by_unit[m.unit_id].append(names.get(m.entity_id, m.entity_id))
+    for unit in units:
+        unit.entities = by_unit[unit.id]
 
 
 def _ms(start: float) -> float:
