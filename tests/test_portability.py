@@ -470,16 +470,11 @@ def test_functions_take_the_engine(source: Hindsight, target: Hindsight, tmp_pat
 # command line --------------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     """The ``hindsight`` parser's shape (global options before or after the command) with these commands."""
-    def options(default: Any) -> argparse.ArgumentParser:
-        p = argparse.ArgumentParser(add_help=False)
-        p.add_argument("--path", default=default)
-        p.add_argument("--json", action="store_true", default=default)
-        p.add_argument("-v", "--verbose", action="store_true", default=default)
-        return p
+    from hindsight_core.cli_options import global_options
 
-    top = argparse.ArgumentParser(prog="hindsight", parents=[options(argparse.SUPPRESS)])
-    top.set_defaults(path=None, json=False, verbose=False)
-    portability_cli.add_commands(top.add_subparsers(), options(argparse.SUPPRESS))
+    top = argparse.ArgumentParser(prog="hindsight", parents=[global_options(argparse.SUPPRESS)])
+    top.set_defaults(path=None, graph=None, vectors=None, json=False, verbose=False)
+    portability_cli.add_commands(top.add_subparsers(), global_options(argparse.SUPPRESS))
     return top
 
 
