@@ -8,104 +8,22 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 
 from ..errors import HindsightError, StoreError
-from ..models import (
-    BankProfile,
-    Document,
-    DocumentStatus,
-    Entity,
-    Job,
-    JobStatus,
-    Link,
-    LinkType,
-    Memory,
-    Network,
-    OpinionEvent,
-    TimeRange,
-)
+from ..models import BankProfile, Document, DocumentStatus, Entity, LinkType, Memory, Network, OpinionEvent, TimeRange
 
+# isort: split
+from ..models import Job, JobStatus  # a second statement keeps the list above on one line
 
-@dataclass(frozen=True)
-class Mention:
-    """A unit mentions a canonical entity."""
+# The records the protocols pass in and out live in ``records``; they are imported from here as well.
+from .records import Edge, OpinionUpdate, Owner, Released, UnitBatch, VectorFilter, VectorMeta
+from .records import Mention as Mention
 
-    unit_id: str
-    entity_id: str
-
-
-@dataclass
-class UnitBatch:
-    """Everything one retain writes to the graph store, committed in one transaction.
-
-    ``replaces`` are units the batch supersedes (a re-retained document's previous memories): they are
-    deleted in the same transaction, so readers see either the old memories or the new ones, never neither.
-    Entities are upserted by (bank, normalised name): an entity another writer created meanwhile is reused
-    (the mentions follow it), and mention counts are recounted inside the transaction.
-    """
-
-    units: list[Memory] = field(default_factory=list)
-    positions: dict[str, int] = field(default_factory=dict)
-    # Text of neighbouring units in the same document, searched by the keyword channel at lower weight:
-    # a reply ("A sunrise, by the lake") is found through the question it answers.
-    contexts: dict[str, str] = field(default_factory=dict)
-    new_entities: list[Entity] = field(default_factory=list)
-    updated_entities: list[Entity] = field(default_factory=list)
-    mentions: list[Mention] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)
-    replaces: list[str] = field(default_factory=list)
-    # History events written with the units (an opinion's "formed" step commits with the opinion itself).
-    opinion_events: list[OpinionEvent] = field(default_factory=list)
-    # The stored document the units come from, at the revision the retain read: the commit checks it (else
-    # ``ConflictError``: a newer retain of that document owns it) and marks the document done in the same
-    # transaction. None for units of no stored document (opinions, observations).
-    document_id: str | None = None
-    revision: str | None = None
-    # Jobs queued in the same transaction: the raw messages of ``retain(extract=True)`` commit with the job that
-    # adds the LLM's facts, so no crash can leave them stored without it.
-    jobs: list[Job] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Owner:
-    """A live process holding leases on jobs, documents and vector marks (renewed by its heartbeat)."""
-
-    id: str
-    host: str  # hostname, boot id and pid namespace: a pid is only meaningful on the same host
-    pid: int
-    started_at: datetime
-    heartbeat_at: datetime
-
-
-@dataclass
-class Released:
-    """What ``release_owners`` took back from dead processes."""
-
-    jobs: int = 0  # running jobs put back in the queue
-    documents: list[tuple[str, str]] = field(default_factory=list)  # (bank, document) now held by the reaper
-    vector_marks: int = 0  # vector marks handed to the reaper
-    owners: int = 0  # owner rows removed
-
-
-@dataclass(frozen=True)
-class OpinionUpdate:
-    """One assessed piece of evidence moving an opinion: applied at most once per (opinion, evidence id)."""
-
-    opinion_id: str
-    label: str
-    delta: float  # signed step; the new confidence is clamp(current + delta) computed in the transaction
-    evidence: tuple[str, ...]
-    rationale: str | None = None
-    new_text: str | None = None  # a contradiction may rewrite the opinion
-    at: datetime | None = None
-
-
-T = TypeVar("T")
+C = TypeVar("C", bound=type)
 
 # Everything a store can raise that is not ours becomes a StoreError naming the store and the call.
 _PASSTHROUGH = (HindsightError, KeyboardInterrupt, SystemExit, GeneratorExit)
@@ -114,8 +32,11 @@ _PASSTHROUGH = (HindsightError, KeyboardInterrupt, SystemExit, GeneratorExit)
 def translate_errors(
     errors: tuple[type[BaseException], ...] | Callable[[], tuple[type[BaseException], ...]],
     describe: Callable[[Any], str],
-) -> Callable[[T], T]:
+) -> Callable[[C], C]:
     """Class decorator: public methods raise ``StoreError`` instead of the backend's own exception types.
+
+    The methods a class inherits count too (a store assembled from one mixin per protocol is decorated once,
+    where it is assembled); each is wrapped on the decorated class, the mixins stay as they are.
 
     ``errors`` are the backend's exception classes (``sqlite3.Error``; ``Exception`` for clients that raise
     unrelated types), or a function returning them (for drivers imported lazily); ``describe(self)`` names
@@ -136,62 +57,17 @@ def translate_errors(
 
         return wrapper
 
-    def decorate(cls: T) -> T:
-        for name, member in list(vars(cls).items()):
+    def decorate(cls: C) -> C:
+        members: dict[str, Any] = {}
+        for klass in reversed(cls.__mro__[:-1]):  # object excluded; the most derived definition wins
+            members.update(vars(klass))
+        for name, member in members.items():
             if name.startswith("_") or not callable(member) or isinstance(member, staticmethod | classmethod | type):
                 continue
             setattr(cls, name, wrap(member))
         return cls
 
     return decorate
-
-
-@dataclass(frozen=True)
-class VectorMeta:
-    """What an index keeps beside a unit's vector to filter on: its network and occurrence interval."""
-
-    network: Network | None = None
-    start: datetime | None = None
-    end: datetime | None = None
-
-
-@dataclass(frozen=True)
-class VectorFilter:
-    """Which vectors a query may return; each index translates it into its own filter language.
-
-    ``networks``: units of these networks only. ``time_range``: units whose occurrence interval overlaps it
-    (units without one never match). ``ids``: only these units. Empty fields do not filter.
-    """
-
-    networks: tuple[Network, ...] | None = None
-    time_range: TimeRange | None = None
-    ids: tuple[str, ...] | None = None
-
-    @classmethod
-    def of(
-        cls,
-        networks: Sequence[Network | str] | None = None,
-        time_range: TimeRange | None = None,
-        ids: Sequence[str] | None = None,
-    ) -> VectorFilter | None:
-        """A filter from optional parts, or None when none of them filters anything."""
-        if not networks and time_range is None and ids is None:
-            return None
-        return cls(
-            networks=tuple(Network(n) for n in networks) if networks else None,
-            time_range=time_range,
-            ids=tuple(ids) if ids is not None else None,
-        )
-
-
-@dataclass(frozen=True)
-class Edge:
-    """A traversable edge returned by ``GraphStore.neighbors`` (unit links and entity hops alike)."""
-
-    source_id: str
-    target_id: str
-    type: str  # a LinkType value, or "entity"
-    weight: float
 
 
 @runtime_checkable

@@ -1,6 +1,6 @@
 """The one seam between Neo4j 5 and ArcadeDB's Neo4j-compatible Bolt server.
 
-Everything else in ``neo4j.py`` is Cypher both servers accept. What differs lives here:
+Everything else in the ``neo4j`` package is Cypher both servers accept. What differs lives here:
 
 - Neo4j 5 creates the full-text index in Cypher (``CREATE FULLTEXT INDEX ... OPTIONS {indexConfig: ...}``);
   ArcadeDB rejects that statement and creates one with SQL over its HTTP API, where the index is then named

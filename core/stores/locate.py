@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from ..errors import InvalidInputError
+from .common import DEFAULT_NEO4J_URI
 
 if TYPE_CHECKING:
     from .base import GraphStore, VectorIndex
@@ -26,7 +27,6 @@ ENV_GRAPH = "HINDSIGHT_GRAPH"
 ENV_VECTORS = "HINDSIGHT_VECTORS"
 """Environment variable: the vector index that goes with ``HINDSIGHT_GRAPH`` (``http://host:port`` or a folder)."""
 DEFAULT_PATH = "memory"
-DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 DEFAULT_CHROMA_PORT = 8000
 BOLT_SCHEMES = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
 GRAPH_FILE = "graph.sqlite"

@@ -1,0 +1,130 @@
+"""Cypher the Neo4j mixins share: keys, paging, keyword tokens, and the writes several protocols make inside one
+transaction (vector marks, jobs, unit deletion, a unit's new text, opinion events, entity folding)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from ...models import DocumentStatus, Job, OpinionEvent
+from ..common import to_epoch as _ts
+from ..fts5_bm25 import keyword_columns
+
+_ACTIVE_DOCS = [DocumentStatus.PENDING.value, DocumentStatus.EXTRACTING.value]
+
+
+def bank_key(bank_id: str) -> str:
+    """A token the full-text analyzer keeps intact, standing for the bank id inside the full-text index."""
+    return "b" + hashlib.sha256(bank_id.encode("utf-8")).hexdigest()[:32]
+
+
+def keyword_tokens(texts: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+    """The ``kw_text``/``kw_context``/``kw_len`` properties of units with these (text, context) pairs."""
+    return [{"kw_text": t, "kw_context": c, "kw_len": n} for t, c, n in keyword_columns(texts)]
+
+
+def _doc_key(bank_id: str, document_id: str) -> str:
+    # One unique property for the (bank, id) pair: composite uniqueness differs between servers.
+    return json.dumps([bank_id, document_id], ensure_ascii=False)
+
+
+# Folding a resolver's view of an entity ``r`` into the stored node ``e`` (same key, so ``r.name`` is a spelling of
+# ``e.name`` and is not added): aliases are unioned, the time span widened and a specific type replaces OTHER,
+# so concurrent writers add to each other instead of overwriting.
+_ENTITY_MERGE = (
+    "e.aliases = coalesce(e.aliases, []) + [a IN r.aliases WHERE NOT a IN coalesce(e.aliases, [])], "
+    "e.type = CASE WHEN r.type <> 'OTHER' THEN r.type ELSE e.type END, "
+    "e.first_seen = CASE WHEN e.first_seen IS NULL OR (r.first_seen IS NOT NULL AND r.first_seen < e.first_seen) "
+    "THEN r.first_seen ELSE e.first_seen END, "
+    "e.last_seen = CASE WHEN e.last_seen IS NULL OR (r.last_seen IS NOT NULL AND r.last_seen > e.last_seen) "
+    "THEN r.last_seen ELSE e.last_seen END"
+)
+
+# The same fold for a duplicate ``l`` merged into the surviving entity ``k`` (repair and upgrade).
+_LOSER_MERGE = _ENTITY_MERGE.replace("e.", "k.").replace("r.", "l.")
+
+
+def _set_unit_props(tx: Any, rows: list[dict[str, Any]]) -> None:
+    tx.run("UNWIND $rows AS r MATCH (u:Unit {id: r.id}) SET u += r.props", rows=rows).consume()
+
+
+def _mark_key(bank_id: str, unit_id: str) -> str:
+    return json.dumps([bank_id, unit_id], ensure_ascii=False)
+
+
+def _mark(tx: Any, bank_id: str, unit_ids: Sequence[str], owner: str | None) -> None:
+    """Mark vectors inside a transaction (MERGE: a unit marked twice keeps one mark, the latest owner)."""
+    if unit_ids:
+        tx.run(
+            "UNWIND $rows AS r MERGE (m:VectorMark {key: r.key}) "
+            "SET m.bank_id = $bank, m.unit_id = r.uid, m.owner = $owner, m.marked_at = $now",
+            rows=[{"key": _mark_key(bank_id, u), "uid": u} for u in dict.fromkeys(unit_ids)], bank=bank_id,
+            owner=owner, now=time.time(),
+        ).consume()
+
+
+def _create_job_tx(tx: Any, job: Job) -> None:
+    tx.run(
+        "CREATE (j:Job) SET j = $props",
+        props={
+            "id": job.id, "bank_id": job.bank_id, "kind": job.kind,
+            "payload": json.dumps(job.payload, default=str), "status": job.status.value,
+            "attempts": job.attempts, "error": job.error, "created_at": _ts(job.created_at),
+            "run_after": _ts(job.run_after), "owner": None,
+        },
+    ).consume()
+
+
+def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -> int:
+    """Delete units (with history), recount and prune their entities, mark their vectors; returns how many."""
+    ents = [r["id"] for r in tx.run(
+        "UNWIND $ids AS id MATCH (u:Unit {id: id})-[:MENTIONS]->(e:Entity) WHERE u.bank_id = $bank "
+        "RETURN DISTINCT e.id AS id", ids=ids, bank=bank_id,
+    )]
+    tx.run(
+        "MATCH (o:OpinionEvent) WHERE o.bank_id = $bank AND o.opinion_id IN $ids DELETE o", ids=ids, bank=bank_id,
+    ).consume()
+    gone = [r["id"] for r in tx.run(
+        "UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank DETACH DELETE u RETURN id",
+        ids=ids, bank=bank_id,
+    )]
+    _mark(tx, bank_id, gone, owner)
+    if ents:
+        tx.run(
+            "UNWIND $ids AS id MATCH (e:Entity {id: id}) OPTIONAL MATCH (e)<-[m:MENTIONS]-() "
+            "WITH e, count(m) AS n SET e.mention_count = n",
+            ids=ents,
+        ).consume()
+        tx.run("UNWIND $ids AS id MATCH (e:Entity {id: id}) WHERE e.mention_count = 0 DETACH DELETE e",
+               ids=ents).consume()
+    return len(gone)
+
+
+def _set_text(tx: Any, bank_id: str, unit_id: str, text: str, owner: str | None) -> bool:
+    """Rewrite a unit's text and keyword tokens and mark its vector; False when there is no such unit."""
+    row = tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.context AS context",
+                 id=unit_id, bank=bank_id).single()
+    if row is None:
+        return False
+    keywords = keyword_tokens([(text, row["context"] or "")])[0]
+    tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.text = $text, u += $keywords",
+           id=unit_id, bank=bank_id, text=text, keywords=keywords).consume()
+    _mark(tx, bank_id, [unit_id], owner)
+    return True
+
+
+def _event_props(bank_id: str, event: OpinionEvent, offset: int) -> dict[str, Any]:
+    return {
+        "bank_id": bank_id, "opinion_id": event.opinion_id, "seq": time.time_ns() + offset, "at": _ts(event.at),
+        "label": event.label, "old_confidence": event.old_confidence, "new_confidence": event.new_confidence,
+        "evidence": json.dumps(event.evidence), "old_text": event.old_text, "new_text": event.new_text,
+        "rationale": event.rationale,
+    }
+
+
+def _page(limit: int, offset: int) -> dict[str, int]:
+    """SKIP and LIMIT parameters, never negative (a server rejects a negative one)."""
+    return {"limit": max(0, int(limit)), "offset": max(0, int(offset))}

@@ -1,0 +1,173 @@
+"""SQL the SQLite mixins share: timestamps, chunking and paging, and the writes several protocols make inside one
+transaction (keyword statistics, entities, jobs, opinion events, a unit's new text, unit deletion)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ...models import Entity, EntityType, Job, OpinionEvent
+from ...names import normalise_name
+from ..common import to_epoch as _ts
+from ..fts5_bm25 import keyword_columns, split_tokens
+
+
+def _adjust_keyword_stats(
+    con: sqlite3.Connection, bank_id: str, rows: Iterable[Sequence[Any]], sign: int
+) -> None:
+    """Add (sign +1) or remove (-1) units, given as (kw_text, kw_context, kw_len), from the bank's keyword
+    statistics: per term, how many units hold it; per bank, units and tokens (FTS5's bm25 inputs)."""
+    counts: Counter[str] = Counter()
+    units = tokens = 0
+    for text, context, length in rows:
+        if length is None:
+            continue
+        units += 1
+        tokens += int(length)
+        counts.update(set(split_tokens(text)) | set(split_tokens(context)))
+    if not units:
+        return
+    con.executemany(
+        "INSERT INTO keyword_terms (bank_id, term, units) VALUES (?, ?, ?) "
+        "ON CONFLICT (bank_id, term) DO UPDATE SET units = units + excluded.units",
+        [(bank_id, term, sign * n) for term, n in counts.items()],
+    )
+    if sign < 0:
+        con.executemany("DELETE FROM keyword_terms WHERE bank_id = ? AND term = ? AND units <= 0",
+                        [(bank_id, term) for term in counts])
+    con.execute(
+        "INSERT INTO keyword_totals (bank_id, units, tokens) VALUES (?, ?, ?) ON CONFLICT (bank_id) "
+        "DO UPDATE SET units = units + excluded.units, tokens = tokens + excluded.tokens",
+        (bank_id, sign * units, sign * tokens),
+    )
+
+
+def _now() -> float:
+    return datetime.now(UTC).timestamp()
+
+
+def _upsert_entity(con: sqlite3.Connection, bank_id: str, entity: Entity) -> tuple[str, str]:
+    """Write the resolver's view of an entity inside the retain's transaction; returns (stored id, name).
+
+    The entity is found by its id, else by (bank, normalised name); a concurrent writer's entity of the same
+    name is reused rather than duplicated. Aliases are unioned, the time span widened and a specific type
+    replaces OTHER; the mention count is not taken from the caller (``_recount`` does it).
+    """
+    norm = normalise_name(entity.name)
+    row = con.execute("SELECT * FROM entities WHERE id = ? AND bank_id = ?", (entity.id, bank_id)).fetchone()
+    if row is None:
+        row = con.execute("SELECT * FROM entities WHERE bank_id = ? AND norm = ?", (bank_id, norm)).fetchone()
+    if row is None:
+        aliases = [a for a in dict.fromkeys(entity.aliases) if a != entity.name]
+        con.execute(
+            "INSERT INTO entities (id, bank_id, name, norm, type, aliases, mention_count, first_seen, last_seen) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?)",
+            (entity.id, bank_id, entity.name, norm, entity.type.value, json.dumps(aliases), _ts(entity.first_seen),
+             _ts(entity.last_seen)),
+        )
+        return entity.id, entity.name
+    # The name itself is not added: found by id it is the same name, found by key a spelling of the same key.
+    aliases = list(json.loads(row["aliases"]))
+    for name in entity.aliases:
+        if name != row["name"] and name not in aliases:
+            aliases.append(name)
+    etype = entity.type.value if entity.type != EntityType.OTHER else row["type"]
+    first = min((x for x in (row["first_seen"], _ts(entity.first_seen)) if x is not None), default=None)
+    last = max((x for x in (row["last_seen"], _ts(entity.last_seen)) if x is not None), default=None)
+    con.execute("UPDATE entities SET aliases = ?, type = ?, first_seen = ?, last_seen = ? WHERE id = ?",
+                (json.dumps(aliases), etype, first, last, row["id"]))
+    return row["id"], row["name"]
+
+
+def _recount(con: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
+    """Set mention counts from the mentions table."""
+    con.executemany(
+        "UPDATE entities SET mention_count = (SELECT count(*) FROM mentions WHERE entity_id = ?) WHERE id = ?",
+        [(e, e) for e in dict.fromkeys(entity_ids)],
+    )
+
+
+def _insert_job(con: sqlite3.Connection, job: Job) -> None:
+    con.execute(
+        "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after, "
+        "owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+        (job.id, job.bank_id, job.kind, json.dumps(job.payload, default=str), job.status.value,
+         job.attempts, job.error, _ts(job.created_at), _ts(job.run_after)),
+    )
+
+
+def _insert_event(con: sqlite3.Connection, bank_id: str, event: OpinionEvent) -> None:
+    """Append an opinion event, unless the opinion is not a unit of the bank (the Bolt store's MATCH skips too)."""
+    con.execute(
+        "INSERT INTO opinion_events (bank_id, opinion_id, at, label, old_confidence, new_confidence, "
+        "evidence, old_text, new_text, rationale) SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ? "
+        "WHERE EXISTS (SELECT 1 FROM units WHERE id = ? AND bank_id = ?)",
+        (bank_id, event.opinion_id, _ts(event.at), event.label, event.old_confidence, event.new_confidence,
+         json.dumps(event.evidence), event.old_text, event.new_text, event.rationale, event.opinion_id, bank_id),
+    )
+
+
+def _set_text(con: sqlite3.Connection, bank_id: str, unit_id: str, text: str, owner: str | None) -> bool:
+    """Rewrite a unit's text with its keyword tokens and statistics, and mark its vector; False if absent."""
+    row = con.execute(
+        "SELECT context, kw_text, kw_context, kw_len FROM units WHERE bank_id = ? AND id = ?", (bank_id, unit_id)
+    ).fetchone()
+    if row is None:
+        return False
+    kw = keyword_columns([(text, row[0])])[0]
+    _adjust_keyword_stats(con, bank_id, [row[1:]], -1)
+    _adjust_keyword_stats(con, bank_id, [kw], +1)
+    con.execute("UPDATE units SET text = ?, kw_text = ?, kw_context = ?, kw_len = ? WHERE bank_id = ? AND id = ?",
+                (text, *kw, bank_id, unit_id))
+    con.execute(
+        "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
+        (bank_id, unit_id, owner, _now()),
+    )
+    return True
+
+
+def _delete_units(con: sqlite3.Connection, bank_id: str, ids: Sequence[str], owner: str | None) -> int:
+    deleted = 0
+    now = _now()
+    for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+        marks = ",".join("?" * len(chunk))
+        ents = [
+            r[0]
+            for r in con.execute(
+                f"SELECT DISTINCT m.entity_id FROM mentions m JOIN units u ON u.id = m.unit_id "
+                f"WHERE +u.bank_id = ? AND m.unit_id IN ({marks})",
+                [bank_id, *chunk],
+            )
+        ]
+        gone = con.execute(
+            f"SELECT id, kw_text, kw_context, kw_len FROM units WHERE +bank_id = ? AND id IN ({marks})",
+            [bank_id, *chunk],
+        ).fetchall()
+        _adjust_keyword_stats(con, bank_id, [r[1:] for r in gone], -1)
+        cur = con.execute(f"DELETE FROM units WHERE +bank_id = ? AND id IN ({marks})", [bank_id, *chunk])
+        deleted += cur.rowcount
+        con.executemany(
+            "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
+            [(bank_id, r[0], owner, now) for r in gone],
+        )
+        _recount(con, ents)
+        if ents:
+            con.execute(f"DELETE FROM entities WHERE id IN ({','.join('?' * len(ents))}) AND mention_count = 0",
+                        ents)
+    return deleted
+
+
+def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+def _page(limit: int, offset: int) -> tuple[int, int]:
+    """LIMIT and OFFSET values: never negative (SQLite reads a negative LIMIT as "no limit")."""
+    return max(0, int(limit)), max(0, int(offset))
