@@ -18,15 +18,31 @@ again, documents resumed, marks synced) and reconciles the vectors with the unit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import BaseModel, Field
 
+from .config import Settings
+from .embedders import Embedder
+from .leases import ProcessLease
 from .models import DocumentStatus, JobStatus
 from .reconcile import reconcile_bank
+from .stores.base import GraphStore, VectorIndex
 
-if TYPE_CHECKING:
-    from .hindsight import Hindsight
+
+class Checked(Protocol):
+    """What a check reads of an open store (``Hindsight`` is one): its stores, embedder, settings and lease, and
+    ``recover`` for a repair."""
+
+    store: GraphStore
+    index: VectorIndex
+    embedder: Embedder
+    settings: Settings
+    lease: ProcessLease
+
+    def recover(self) -> dict[str, int]:
+        """Take over what dead processes left (``Hindsight.recover``)."""
+        ...
 
 MAX_IDS = 50  # offending ids listed per kind; the count is always complete
 
@@ -60,7 +76,7 @@ class CheckReport(BaseModel):
         return all(b.ok for b in self.banks)
 
 
-def find_problems(hs: Hindsight, bank_id: str) -> dict[str, list[str]]:
+def find_problems(hs: Checked, bank_id: str) -> dict[str, list[str]]:
     """Every broken invariant of one bank, by kind, with all offending ids."""
     store, index = hs.store, hs.index
     problems = dict(store.check_bank(bank_id))
@@ -96,7 +112,7 @@ def find_problems(hs: Hindsight, bank_id: str) -> dict[str, list[str]]:
     return problems
 
 
-def check(hs: Hindsight, bank_ids: Sequence[str] | None = None, *, repair: bool = False) -> CheckReport:
+def check(hs: Checked, bank_ids: Sequence[str] | None = None, *, repair: bool = False) -> CheckReport:
     """Check the invariants of ``bank_ids`` (default: every bank); with ``repair``, fix what can be fixed and
     report what is still broken afterwards."""
     wanted = list(bank_ids) if bank_ids is not None else [b.id for b in hs.store.list_banks()]
