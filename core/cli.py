@@ -34,7 +34,13 @@ from .cli_run import EXIT_ERROR, one_line, run_parsed
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
 
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
+    from .bank import Bank
+    from .formats import Session
     from .hindsight import Hindsight
+
+    _Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]  # what add_subparsers() returns
 
 DEFAULT_BUDGET = 2000
 # Kept literal so that building the parser imports no pydantic model.
@@ -87,7 +93,27 @@ def build_parser() -> argparse.ArgumentParser:
     parser.set_defaults(path=None, graph=None, vectors=None, json=False, verbose=False)
     common = global_options(argparse.SUPPRESS)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    # The order of these calls is the order of the commands in ``hindsight --help``.
+    _add_retain(sub, common)
+    _add_recall(sub, common)
+    _add_reflect(sub, common)
+    _add_stats(sub, common)
+    _add_check(sub, common)
+    _add_demo(sub, common)
 
+    from .explorer.cli import add_commands as add_ui
+    from .mcp_server.cli import add_commands as add_mcp
+    from .portability.cli import add_commands as add_portability
+
+    add_portability(sub, common)  # export, import, migrate
+    add_mcp(sub, common)
+    add_ui(sub, common)
+    _add_bench(sub)
+    return parser
+
+
+def _add_retain(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
+    """``retain BANK [FILE|-]``."""
     p = sub.add_parser("retain", parents=[common], help="store a text, a message list or a conversation",
                        description="Retain plain text, a JSON message list, {'messages': [...]} or "
                                    "LoCoMo-style conversations (one document per session, timestamped with "
@@ -105,6 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "opens the store (default: wait for them)")
     p.set_defaults(func=cmd_retain)
 
+
+def _add_recall(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
+    """``recall BANK QUERY``."""
     p = sub.add_parser("recall", parents=[common], help="memories relevant to a query, within a token budget")
     p.add_argument("bank", help="bank id")
     p.add_argument("query", help="what to recall")
@@ -118,6 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show each memory's rank and score per channel, and stage timings")
     p.set_defaults(func=cmd_recall)
 
+
+def _add_reflect(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
+    """``reflect BANK QUERY`` with per-call disposition overrides."""
     p = sub.add_parser("reflect", parents=[common], help="answer a question from memory (CARA)")
     p.add_argument("bank", help="bank id")
     p.add_argument("query", help="the question")
@@ -129,10 +161,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bias", type=float, help="override the bank's bias (0..1) for this call")
     p.set_defaults(func=cmd_reflect)
 
+
+def _add_stats(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
+    """``stats [BANK]``."""
     p = sub.add_parser("stats", parents=[common], help="list banks, or one bank's counts")
     p.add_argument("bank", nargs="?", help="bank id (default: every bank)")
     p.set_defaults(func=cmd_stats)
 
+
+def _add_check(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
+    """``check [BANK...] [--repair]``."""
     p = sub.add_parser("check", parents=[common], help="verify a store's invariants; --repair fixes them",
                        description="Checks that every unit has a vector and every vector a unit, that no link "
                                    "or mention dangles, entity mention counts and keyword statistics are "
@@ -144,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repair", action="store_true", help="fix what can be fixed, then check again")
     p.set_defaults(func=cmd_check)
 
+
+def _add_demo(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
+    """``demo [--no-reflect]``."""
     p = sub.add_parser("demo", parents=[common], help="retain a bundled conversation and show recall at work",
                        description="Runs in a temporary directory unless --path is given on the command "
                                    "line.")
@@ -151,21 +192,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="skip the reflect part (it starts the local LLM)")
     p.set_defaults(func=cmd_demo)
 
-    from .explorer.cli import add_commands as add_ui
-    from .mcp_server.cli import add_commands as add_mcp
-    from .portability.cli import add_commands as add_portability
 
-    add_portability(sub, common)  # export, import, migrate
-    add_mcp(sub, common)
-    add_ui(sub, common)
-
-    # Everything after "bench", options included, belongs to the benchmarks' own parser: a prefix character that
-    # cannot occur in a command line keeps this parser from taking "--help" or "--out" for one of its own.
+def _add_bench(sub: _Subparsers) -> None:
+    """``bench ...``: everything after it, options included, belongs to the benchmarks' own parser."""
+    # A prefix character that cannot occur in a command line keeps this parser from taking "--help" or "--out"
+    # for one of its own.
     p = sub.add_parser("bench", add_help=False, prefix_chars="\0",
                        help="benchmarks (hindsight-memory-bench; see 'hindsight bench --help')")
     p.add_argument("bench_args", nargs=argparse.REMAINDER)
     p.set_defaults(delegate=run_bench)
-    return parser
 
 
 # --------------------------------------------------------------------------------------------------
@@ -173,8 +208,6 @@ def build_parser() -> argparse.ArgumentParser:
 # --------------------------------------------------------------------------------------------------
 def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
     """``retain BANK [FILE|-]``: one retain per document of the input."""
-    from tqdm import tqdm
-
     from .errors import InvalidInputError
     from .formats import read_input
 
@@ -182,51 +215,69 @@ def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
     sessions = list(read_input(raw))  # parse everything first: bad input fails before anything is stored
     if not sessions:
         raise InvalidInputError("the input holds no documents")
-    many = len(sessions) > 1
-    documents: list[dict[str, Any]] = []
     with _open(args) as hs:
         bank = hs.bank(args.bank)
-        for i, session in enumerate(tqdm(sessions, desc="retain", unit="doc", disable=not many,
-                                         file=sys.stderr), start=1):
-            document_id = session.document_id or None
-            if args.document_id:
-                document_id = f"{args.document_id}:{session.document_id or i}" if many else args.document_id
-            try:
-                res = bank.retain(session.content, timestamp=session.timestamp or args.timestamp,
-                                  document_id=document_id, context=args.context, extract=args.extract)
-            except Exception:
-                if documents:  # say what is already kept before the error line
-                    print(f"stored {len(documents)} of {len(sessions)} documents before the error",
-                          file=sys.stderr)
-                raise
-            doc = {
-                "document_id": res.document_id,
-                "memories": len(res.memories),
-                "memory_ids": res.memory_ids,
-                "entities": res.entities,
-                "links": res.links,
-                "warnings": res.warnings,
-                "job_id": res.job_id,
-            }
-            documents.append(doc)
-            if not args.json:
-                line = (f"{res.document_id}: {plural(len(res.memories), 'memory', 'memories')}, "
-                        f"{plural(len(res.entities), 'entity', 'entities')}, {plural(res.links, 'link')}")
-                (tqdm.write if many else print)(line)
-                for warning in res.warnings:
-                    print(f"  warning: {warning}", file=sys.stderr)
+        documents = _retain_sessions(args, bank, sessions)
         if args.extract and args.wait:
-            # The facts job runs in this process's worker: a command that exited now would leave it queued.
-            print("adding the LLM's facts beside the messages ...", file=sys.stderr)
-            bank.wait_idle(None)
-            facts = [m for d in documents for m in bank.memories(hs.store.units_of_document(bank.id, d["document_id"]))
-                     if m.cites is not None]
-            for d in documents:
-                d["facts"] = sum(1 for m in facts if m.document_id == d["document_id"])
-            failed = [j for j in bank.jobs() if j.status == "failed" and j.id in {d["job_id"] for d in documents}]
-            for job in failed:
-                print(f"  facts of {job.payload.get('document_id')!r} failed (the messages are kept): {job.error}",
-                      file=sys.stderr)
+            _wait_for_facts(hs, bank, documents)
+    return _retain_report(args, documents, many=len(sessions) > 1)
+
+
+def _retain_sessions(args: argparse.Namespace, bank: Bank, sessions: list[Session]) -> list[dict[str, Any]]:
+    """Retain each session as one document, printing a line per document; the documents' rows, in order."""
+    from tqdm import tqdm
+
+    many = len(sessions) > 1
+    documents: list[dict[str, Any]] = []
+    for i, session in enumerate(tqdm(sessions, desc="retain", unit="doc", disable=not many, file=sys.stderr),
+                                start=1):
+        document_id = session.document_id or None
+        if args.document_id:
+            document_id = f"{args.document_id}:{session.document_id or i}" if many else args.document_id
+        try:
+            res = bank.retain(session.content, timestamp=session.timestamp or args.timestamp,
+                              document_id=document_id, context=args.context, extract=args.extract)
+        except Exception:
+            if documents:  # say what is already kept before the error line
+                print(f"stored {len(documents)} of {len(sessions)} documents before the error", file=sys.stderr)
+            raise
+        documents.append({
+            "document_id": res.document_id,
+            "memories": len(res.memories),
+            "memory_ids": res.memory_ids,
+            "entities": res.entities,
+            "links": res.links,
+            "warnings": res.warnings,
+            "job_id": res.job_id,
+        })
+        if not args.json:
+            line = (f"{res.document_id}: {plural(len(res.memories), 'memory', 'memories')}, "
+                    f"{plural(len(res.entities), 'entity', 'entities')}, {plural(res.links, 'link')}")
+            (tqdm.write if many else print)(line)
+            for warning in res.warnings:
+                print(f"  warning: {warning}", file=sys.stderr)
+    return documents
+
+
+def _wait_for_facts(hs: Hindsight, bank: Bank, documents: list[dict[str, Any]]) -> None:
+    """Wait for the LLM's facts of ``documents``, count them into each row (``facts``) and report failed jobs.
+
+    The facts job runs in this process's worker: a command that exited before it would leave it queued.
+    """
+    print("adding the LLM's facts beside the messages ...", file=sys.stderr)
+    bank.wait_idle(None)
+    facts = [m for d in documents for m in bank.memories(hs.store.units_of_document(bank.id, d["document_id"]))
+             if m.cites is not None]
+    for d in documents:
+        d["facts"] = sum(1 for m in facts if m.document_id == d["document_id"])
+    failed = [j for j in bank.jobs() if j.status == "failed" and j.id in {d["job_id"] for d in documents}]
+    for job in failed:
+        print(f"  facts of {job.payload.get('document_id')!r} failed (the messages are kept): {job.error}",
+              file=sys.stderr)
+
+
+def _retain_report(args: argparse.Namespace, documents: list[dict[str, Any]], *, many: bool) -> dict[str, Any] | None:
+    """The totals of a retain: printed (``None``), or as the ``--json`` document."""
     totals = {k: sum(d[k] for d in documents) for k in ("memories", "links")}
     if not args.json:
         if args.extract and args.wait:

@@ -16,13 +16,17 @@ import time
 from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .display import CHANNEL_ABBREV, clip, format_table, format_timings, when
 
 BANK_ID = "demo"
 BUDGET = 300  # small on purpose: shows greedy packing stop at the budget
 MAX_MEMORIES = 5
+
+if TYPE_CHECKING:
+    from .formats import Session
+    from .models import Recall
 
 # (question, reference time or None, why it is interesting)
 QUERIES: tuple[tuple[str, str | None, str], ...] = (
@@ -76,67 +80,9 @@ def run_demo(
         t0 = time.perf_counter()
         with Hindsight.open(root, **({"llm": llm} if llm is not None else {})) as hs:
             bank = hs.bank(BANK_ID)
-            rows = []
-            for s in sessions:
-                res = bank.retain(s.messages, timestamp=s.timestamp, document_id=s.document_id, extract=False)
-                rows.append([s.document_id, f"{s.timestamp:%Y-%m-%d}" if s.timestamp else "-",
-                             len(res.memories), len(res.entities), res.links])
-                summary["documents"].append({"document_id": res.document_id, "memories": len(res.memories),
-                                             "entities": len(res.entities), "links": res.links})
-            retain_s = time.perf_counter() - t0
-            out(format_table(["document", "date", "memories", "entities", "links"], rows, align="llrrr"))
-            stats = bank.stats()
-            entities = bank.entities()
-            links = stats.get("links", {})
-            n_links = sum(links.values()) if isinstance(links, dict) else int(links or 0)
-            out(f"stored {stats['units']} memories, {len(entities)} entities, {n_links} links "
-                f"({', '.join(f'{k} {v}' for k, v in links.items()) if isinstance(links, dict) else ''}) "
-                f"in {retain_s:.1f} s")
-            top = ", ".join(f"{e.name} ({e.mention_count})" for e in entities[:10])
-            out(f"most mentioned entities: {top}")
-            summary.update(memories=stats["units"], entities=len(entities), links=n_links,
-                           entity_names=[e.name for e in entities])
-
+            _retain_sessions(bank, sessions, out, summary, t0)
             for n, (question, reference, why) in enumerate(QUERIES, start=1):
-                rec = bank.recall(question, budget=BUDGET, max_memories=MAX_MEMORIES,
-                                  reference_time=reference, trace=True)
-                out("")
-                out(f"Q{n}. {question}")
-                trace = rec.trace
-                assert trace is not None  # asked for with trace=True
-                ref = f"reference time {trace.reference_time:%Y-%m-%d}" if reference else "reference time now"
-                constraint = ""
-                if trace.time_range is not None:
-                    constraint = (f", parsed time constraint {trace.time_range.start:%Y-%m-%d} .. "
-                                  f"{trace.time_range.end:%Y-%m-%d}")
-                out(f"    ({why}; {ref}{constraint})")
-                items = {item.memory_id: item for item in trace.items}
-                channels = [c for c in CHANNEL_ABBREV if c in trace.channel_sizes]
-                table = []
-                for rank, m in enumerate(rec.memories, start=1):
-                    item = items.get(m.id)
-                    hits = [item.channels.get(c) if item else None for c in channels]
-                    table.append([rank, f"{m.score:.4f}" if m.score is not None else "-",
-                                  *("-" if h is None else h.rank for h in hits), when(m),
-                                  ",".join(m.sources) or "-", clip(m.text, 72)])
-                header = ["#", "score", *(CHANNEL_ABBREV[c] for c in channels), "when", "source", "memory"]
-                out(_indent(format_table(header, table, align="rr" + "r" * len(channels) + "lll")))
-                out(f"    tokens {rec.tokens}/{BUDGET} · columns sem..time: rank in each channel, "
-                    "'-' = not found by it")
-                out(f"    stages (ms): {format_timings(trace.timings_ms)}")
-                summary["queries"].append({
-                    "query": question,
-                    "reference_time": reference,
-                    "time_range": [trace.time_range.start.isoformat() if trace.time_range.start else None,
-                                   trace.time_range.end.isoformat() if trace.time_range.end else None]
-                    if trace.time_range is not None else None,
-                    "tokens": rec.tokens,
-                    "budget": BUDGET,
-                    "memories": [{"id": m.id, "sources": m.sources, "document_id": m.document_id,
-                                  "score": m.score} for m in rec.memories],
-                    "top_sources": [s for m in rec.memories for s in m.sources],
-                    "timings_ms": trace.timings_ms,
-                })
+                summary["queries"].append(_recall_query(bank, n, question, reference, why, out))
             if reflect:
                 summary["reflections"] = _reflect(bank, out)
         out("")
@@ -146,6 +92,86 @@ def run_demo(
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _retain_sessions(
+    bank: Any, sessions: list[Session], out: Callable[..., None], summary: dict[str, Any], t0: float
+) -> None:
+    """Retain each session raw, then print what is stored; adds the documents and counts to ``summary``.
+
+    ``t0`` is when the demo started opening the store: the time shown includes the opening.
+    """
+    rows = []
+    for s in sessions:
+        res = bank.retain(s.messages, timestamp=s.timestamp, document_id=s.document_id, extract=False)
+        rows.append([s.document_id, f"{s.timestamp:%Y-%m-%d}" if s.timestamp else "-",
+                     len(res.memories), len(res.entities), res.links])
+        summary["documents"].append({"document_id": res.document_id, "memories": len(res.memories),
+                                     "entities": len(res.entities), "links": res.links})
+    retain_s = time.perf_counter() - t0
+    out(format_table(["document", "date", "memories", "entities", "links"], rows, align="llrrr"))
+    stats = bank.stats()
+    entities = bank.entities()
+    links = stats.get("links", {})
+    n_links = sum(links.values()) if isinstance(links, dict) else int(links or 0)
+    out(f"stored {stats['units']} memories, {len(entities)} entities, {n_links} links "
+        f"({', '.join(f'{k} {v}' for k, v in links.items()) if isinstance(links, dict) else ''}) "
+        f"in {retain_s:.1f} s")
+    top = ", ".join(f"{e.name} ({e.mention_count})" for e in entities[:10])
+    out(f"most mentioned entities: {top}")
+    summary.update(memories=stats["units"], entities=len(entities), links=n_links,
+                   entity_names=[e.name for e in entities])
+
+
+def _recall_query(
+    bank: Any, n: int, question: str, reference: str | None, why: str, out: Callable[..., None]
+) -> dict[str, Any]:
+    """Recall ``question`` with its trace, print the ranked memories per channel; the query's summary entry."""
+    rec = bank.recall(question, budget=BUDGET, max_memories=MAX_MEMORIES, reference_time=reference, trace=True)
+    out("")
+    out(f"Q{n}. {question}")
+    trace = rec.trace
+    assert trace is not None  # asked for with trace=True
+    ref = f"reference time {trace.reference_time:%Y-%m-%d}" if reference else "reference time now"
+    constraint = ""
+    if trace.time_range is not None:
+        constraint = (f", parsed time constraint {trace.time_range.start:%Y-%m-%d} .. "
+                      f"{trace.time_range.end:%Y-%m-%d}")
+    out(f"    ({why}; {ref}{constraint})")
+    out(_indent(_channel_table(rec)))
+    out(f"    tokens {rec.tokens}/{BUDGET} · columns sem..time: rank in each channel, "
+        "'-' = not found by it")
+    out(f"    stages (ms): {format_timings(trace.timings_ms)}")
+    return {
+        "query": question,
+        "reference_time": reference,
+        "time_range": [trace.time_range.start.isoformat() if trace.time_range.start else None,
+                       trace.time_range.end.isoformat() if trace.time_range.end else None]
+        if trace.time_range is not None else None,
+        "tokens": rec.tokens,
+        "budget": BUDGET,
+        "memories": [{"id": m.id, "sources": m.sources, "document_id": m.document_id,
+                      "score": m.score} for m in rec.memories],
+        "top_sources": [s for m in rec.memories for s in m.sources],
+        "timings_ms": trace.timings_ms,
+    }
+
+
+def _channel_table(rec: Recall) -> str:
+    """The returned memories as a table: score, rank in each channel that ran ('-': not found by it), source."""
+    trace = rec.trace
+    assert trace is not None  # asked for with trace=True
+    items = {item.memory_id: item for item in trace.items}
+    channels = [c for c in CHANNEL_ABBREV if c in trace.channel_sizes]
+    table = []
+    for rank, m in enumerate(rec.memories, start=1):
+        item = items.get(m.id)
+        hits = [item.channels.get(c) if item else None for c in channels]
+        table.append([rank, f"{m.score:.4f}" if m.score is not None else "-",
+                      *("-" if h is None else h.rank for h in hits), when(m),
+                      ",".join(m.sources) or "-", clip(m.text, 72)])
+    header = ["#", "score", *(CHANNEL_ABBREV[c] for c in channels), "when", "source", "memory"]
+    return format_table(header, table, align="rr" + "r" * len(channels) + "lll")
 
 
 def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:

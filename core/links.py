@@ -44,55 +44,81 @@ def build_links(
     Must run before the new vectors are upserted: the index is queried for *existing* neighbours, and
     neighbours inside the batch are found with one matrix product.
     """
-    new_ids = [u.id for u in units]
     sigma = settings.temporal_sigma_hours * 3600.0
-    adjacent: list[Link] = []
-    elsewhere: list[Link] = []
-    semantic: list[Link] = []
-    causal: list[Link] = []
-
     # temporal: neighbours in the same document, then time-nearest units elsewhere in the bank
-    w = settings.adjacent_window
+    adjacent = _adjacent_links(units, settings.adjacent_window, sigma)
+    elsewhere = _time_nearest_links(bank_id, units, store, settings.temporal_neighbors, sigma)
+    semantic = _semantic_links(bank_id, units, embeddings, store, index, settings)
+    causal = _causal_links(units, facts)
+    return cap_links([causal, adjacent, semantic, elsewhere], settings.max_links_per_unit)
+
+
+def _adjacent_links(units: Sequence[Memory], window: int, sigma: float) -> list[Link]:
+    """Temporal links between units of one document at most ``window`` apart in the batch, weaker with the
+    time between them and with each unit in between."""
+    adjacent: list[Link] = []
     for i, unit in enumerate(units):
-        for j in range(i + 1, min(len(units), i + w + 1)):
+        for j in range(i + 1, min(len(units), i + window + 1)):
             other = units[j]
             if unit.document_id != other.document_id:
                 continue
             dt = _dt_seconds(unit, other)
             weight = math.exp(-dt / sigma) * (0.9 ** (j - i - 1))
             adjacent.extend(_both(unit.id, other.id, LinkType.TEMPORAL, weight))
-    if settings.temporal_neighbors > 0:
-        # The batch is not in the store yet, so every unit found here is an older one. Units of one time (the
-        # passages of a text) ask once.
-        near_at: dict[datetime, list[tuple[str, datetime]]] = {}
-        for unit in units:
-            if unit.occurred_start is None:
-                continue
-            near = near_at.get(unit.occurred_start)
-            if near is None:
-                near = near_at[unit.occurred_start] = list(store.units_near_time(
-                    bank_id, unit.occurred_start, window_s=3 * sigma, limit=settings.temporal_neighbors))
-            for other_id, when in near:
-                dt = abs((unit.occurred_start - when).total_seconds())
-                elsewhere.extend(_both(unit.id, other_id, LinkType.TEMPORAL, math.exp(-dt / sigma)))
+    return adjacent
 
-    # semantic: existing neighbours from the index, batch neighbours from the similarity matrix
+
+def _time_nearest_links(
+    bank_id: str, units: Sequence[Memory], store: UnitStore, neighbors: int, sigma: float
+) -> list[Link]:
+    """Temporal links to the ``neighbors`` stored units nearest in time to each dated unit (none when 0)."""
+    if neighbors <= 0:
+        return []
+    # The batch is not in the store yet, so every unit found here is an older one. Units of one time (the
+    # passages of a text) ask once.
+    elsewhere: list[Link] = []
+    near_at: dict[datetime, list[tuple[str, datetime]]] = {}
+    for unit in units:
+        if unit.occurred_start is None:
+            continue
+        near = near_at.get(unit.occurred_start)
+        if near is None:
+            near = near_at[unit.occurred_start] = list(store.units_near_time(
+                bank_id, unit.occurred_start, window_s=3 * sigma, limit=neighbors))
+        for other_id, when in near:
+            dt = abs((unit.occurred_start - when).total_seconds())
+            elsewhere.extend(_both(unit.id, other_id, LinkType.TEMPORAL, math.exp(-dt / sigma)))
+    return elsewhere
+
+
+def _semantic_links(
+    bank_id: str, units: Sequence[Memory], embeddings: np.ndarray, store: UnitStore, index: VectorIndex,
+    settings: LinkSettings,
+) -> list[Link]:
+    """Semantic links: existing neighbours from the index, batch neighbours from the similarity matrix."""
     theta = settings.semantic_threshold
     k = settings.semantic_neighbors
-    if k > 0 and len(units):
-        if index.count(bank_id) > 0:
-            found = index.query_many(bank_id, embeddings, k)
-            # A vector without a unit (a forget or a crashed writer not yet synced) is no neighbour.
-            present = store.units_exist(bank_id, list({i for hits in found for i, sim in hits if sim >= theta}))
-            for unit, hits in zip(units, found, strict=True):
-                for other_id, sim in hits:
-                    if sim >= theta and other_id in present:
-                        semantic.extend(_both(unit.id, other_id, LinkType.SEMANTIC, sim))
-        if len(units) > 1:
-            for i, j, sim in _batch_pairs(embeddings, k, theta):
-                semantic.extend(_both(new_ids[i], new_ids[j], LinkType.SEMANTIC, sim))
+    semantic: list[Link] = []
+    if k <= 0 or not len(units):
+        return semantic
+    if index.count(bank_id) > 0:
+        found = index.query_many(bank_id, embeddings, k)
+        # A vector without a unit (a forget or a crashed writer not yet synced) is no neighbour.
+        present = store.units_exist(bank_id, list({i for hits in found for i, sim in hits if sim >= theta}))
+        for unit, hits in zip(units, found, strict=True):
+            for other_id, sim in hits:
+                if sim >= theta and other_id in present:
+                    semantic.extend(_both(unit.id, other_id, LinkType.SEMANTIC, sim))
+    if len(units) > 1:
+        new_ids = [u.id for u in units]
+        for i, j, sim in _batch_pairs(embeddings, k, theta):
+            semantic.extend(_both(new_ids[i], new_ids[j], LinkType.SEMANTIC, sim))
+    return semantic
 
-    # causal: from the extractor, by index within the batch
+
+def _causal_links(units: Sequence[Memory], facts: Sequence[ExtractedFact]) -> list[Link]:
+    """Causal links from the extractor (targets are indices within the batch), with their inverses."""
+    causal: list[Link] = []
     for fact, unit in zip(facts, units, strict=True):
         for rel in fact.causal:
             if 0 <= rel.target < len(units) and units[rel.target].id != unit.id:
@@ -102,7 +128,7 @@ def build_links(
                 if inverse is not None:
                     pair.append(Link(source_id=target, target_id=unit.id, type=inverse, weight=1.0))
                 causal.extend(pair)
-    return cap_links([causal, adjacent, semantic, elsewhere], settings.max_links_per_unit)
+    return causal
 
 
 def cap_links(groups: Sequence[Sequence[Link]], cap: int) -> list[Link]:

@@ -317,59 +317,107 @@ def check_support(
     sentences = split_sentences(summary)
     if not sentences:
         return SupportCheck([])
-    ids = [str(i) for i, _ in facts]
-    pieces = _pieces([str(t) for _, t in facts])
-    speakers = {p.speaker for p in pieces if p.speaker}
-    # A word some fact writes as a name ("Door Dash") is a detail even when the summary writes it in lower case.
-    fact_names = set().union(*(detail_words(p.text) for p in pieces)) - _MONTHS - _WEEKDAYS - _NUMBER_WORDS
-    sims: np.ndarray | None = None
-    if embed is not None and pieces:
-        vectors = np.asarray(embed([*sentences, *(p.text for p in pieces)]), dtype=np.float32)
-        sims = vectors[: len(sentences)] @ vectors[len(sentences):].T
-        sentence_sims = vectors[: len(sentences)] @ vectors[: len(sentences)].T
+    known = _Facts.of(facts)
+    sims, sentence_sims = _similarities(embed, sentences, known.pieces)
     verdicts: list[SentenceSupport] = []
     said: set[str] = set()
     kept_rows: list[int] = []
     for row, sentence in enumerate(sentences):
-        # In a chat line, "I lost my job" speaks of the speaker: it supports a sentence about the speaker, not
-        # one about the person addressed (the model's commonest mistake is to give one person the other's news).
-        subject = _subject_speaker(sentence, entity, speakers)
-        usable = [k for k, p in enumerate(pieces) if p.speaks_of(subject)]
-        texts = [" ".join(pieces[k].text for k in usable if pieces[k].fact == i) for i in range(len(ids))]
-        fact_words = [content_words(t, ignore=[entity]) for t in texts]
-        # A detail counts as stated when its word occurs in a usable sentence (which need not capitalise it).
-        known_details = {w for t in (*texts, entity) for w in _words(t)}
-        words = content_words(sentence, ignore=[entity])
-        overlap, used = _cover(words, fact_words, max_support_facts)
-        similarity: float | None = None
-        best: int | None = None
-        if sims is not None and usable:
-            k = max(usable, key=lambda k: float(sims[row, k]))
-            similarity, best = float(sims[row, k]), pieces[k].fact
-
-        def verdict(reason: str, fact_rows: Sequence[int] = (), *, sentence: str = sentence,
-                     overlap: float = overlap, similarity: float | None = similarity) -> SentenceSupport:
-            return SentenceSupport(sentence, reason == "supported", [ids[i] for i in dict.fromkeys(fact_rows)],
-                                   round(overlap, 3), None if similarity is None else round(similarity, 3), reason)
-
-        if not words:
-            verdicts.append(verdict("empty"))
-            continue
-        repeated = words <= said or (sims is not None and any(
+        found = _evidence(sentence, row, known, entity, sims, max_support_facts)
+        repeated = found.words <= said or (sentence_sims is not None and any(
             sentence_sims[row, k] >= repeat_similarity for k in kept_rows))
-        if repeated:
-            verdicts.append(verdict("repeated"))
-            continue
-        if (detail_words(sentence) | (words_of_sentence(sentence) & fact_names)) - known_details:
-            verdicts.append(verdict("new detail"))
-            continue
-        if overlap >= min_overlap:
-            verdicts.append(verdict("supported", used))
-        elif similarity is not None and best is not None and similarity >= min_similarity:
-            verdicts.append(verdict("supported", [best, *used]))
-        else:
-            verdicts.append(verdict("unsupported"))
-            continue
-        said |= words
-        kept_rows.append(row)
+        reason, fact_rows = _reason(sentence, found, known.names, repeated, min_overlap, min_similarity)
+        verdicts.append(SentenceSupport(
+            sentence, reason == "supported", [known.ids[i] for i in dict.fromkeys(fact_rows)],
+            round(found.overlap, 3), None if found.similarity is None else round(found.similarity, 3), reason))
+        if reason == "supported":
+            said |= found.words
+            kept_rows.append(row)
     return SupportCheck(verdicts)
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """The facts of one ``check_support`` call, read once for all the summary's sentences."""
+
+    ids: list[str]
+    pieces: list[_Piece]
+    speakers: set[str]
+    names: set[str]
+    """Words some fact writes as a name ("Door Dash"): a detail even when the summary writes it in lower case."""
+
+    @classmethod
+    def of(cls, facts: Sequence[tuple[str, str]]) -> _Facts:
+        """``facts`` (``(fact_id, text)`` pairs) cut into sentences, with their speakers and names."""
+        pieces = _pieces([str(t) for _, t in facts])
+        names = set().union(*(detail_words(p.text) for p in pieces)) - _MONTHS - _WEEKDAYS - _NUMBER_WORDS
+        return cls([str(i) for i, _ in facts], pieces, {p.speaker for p in pieces if p.speaker}, names)
+
+
+def _similarities(
+    embed: Embed | None, sentences: list[str], pieces: list[_Piece]
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Cosines of the summary's sentences with the fact sentences and with each other (None without ``embed``
+    or without facts), from one call of ``embed``."""
+    if embed is None or not pieces:
+        return None, None
+    vectors = np.asarray(embed([*sentences, *(p.text for p in pieces)]), dtype=np.float32)
+    own = vectors[: len(sentences)]
+    return own @ vectors[len(sentences):].T, own @ own.T
+
+
+@dataclass(frozen=True)
+class _Evidence:
+    """What the facts say towards one summary sentence."""
+
+    words: set[str]
+    """The sentence's content words."""
+    known_details: set[str]
+    """Every word of the usable fact sentences and of the entity's name."""
+    overlap: float
+    used: list[int]
+    """The covering facts (rows of ``_Facts.ids``)."""
+    similarity: float | None
+    best: int | None
+    """The fact of the most similar usable fact sentence (with ``similarity``; None without embeddings)."""
+
+
+def _evidence(
+    sentence: str, row: int, known: _Facts, entity: str, sims: np.ndarray | None, max_support_facts: int
+) -> _Evidence:
+    """The cover of ``sentence`` (row ``row`` of ``sims``) by the fact sentences that can speak of its subject."""
+    # In a chat line, "I lost my job" speaks of the speaker: it supports a sentence about the speaker, not
+    # one about the person addressed (the model's commonest mistake is to give one person the other's news).
+    subject = _subject_speaker(sentence, entity, known.speakers)
+    pieces = known.pieces
+    usable = [k for k, p in enumerate(pieces) if p.speaks_of(subject)]
+    texts = [" ".join(pieces[k].text for k in usable if pieces[k].fact == i) for i in range(len(known.ids))]
+    fact_words = [content_words(t, ignore=[entity]) for t in texts]
+    # A detail counts as stated when its word occurs in a usable sentence (which need not capitalise it).
+    known_details = {w for t in (*texts, entity) for w in _words(t)}
+    words = content_words(sentence, ignore=[entity])
+    overlap, used = _cover(words, fact_words, max_support_facts)
+    similarity: float | None = None
+    best: int | None = None
+    if sims is not None and usable:
+        k = max(usable, key=lambda k: float(sims[row, k]))
+        similarity, best = float(sims[row, k]), pieces[k].fact
+    return _Evidence(words, known_details, overlap, used, similarity, best)
+
+
+def _reason(
+    sentence: str, found: _Evidence, fact_names: set[str], repeated: bool, min_overlap: float,
+    min_similarity: float,
+) -> tuple[str, list[int]]:
+    """The verdict's reason (see ``SentenceSupport.reason``) and, when supported, the facts it rests on."""
+    if not found.words:
+        return "empty", []
+    if repeated:
+        return "repeated", []
+    if (detail_words(sentence) | (words_of_sentence(sentence) & fact_names)) - found.known_details:
+        return "new detail", []
+    if found.overlap >= min_overlap:
+        return "supported", found.used
+    if found.similarity is not None and found.best is not None and found.similarity >= min_similarity:
+        return "supported", [found.best, *found.used]
+    return "unsupported", []

@@ -117,6 +117,35 @@ def _relevant(recall: Recall) -> bool:
     return False
 
 
+def _opinion_facts(formed: list[FormedOpinion], evidence: list[Memory], now: datetime) -> list[ExtractedFact]:
+    """The opinions as facts of the opinion network, each citing the messages of all the evidence."""
+    sources = list(dict.fromkeys(s for m in evidence for s in m.sources))
+    return [
+        ExtractedFact(
+            text=o.text.strip(), network=Network.OPINION, confidence=o.confidence, mentioned_at=now,
+            entities=[ExtractedEntity(name=e) for e in o.entities if e.strip()], sources=sources, position=i,
+        )
+        for i, o in enumerate(formed)
+    ]
+
+
+def _opinion_metadata(
+    based_on: list[str], against: list[str] | None, proposed: list[float], basis: Mapping[str, Any] | None,
+    query: str | None,
+) -> dict[str, Any]:
+    """The metadata stored with opinions: their evidence, and with ``basis`` (grounded) the confidences the
+    model proposed and why the stored one differs."""
+    meta: dict[str, Any] = {"based_on": based_on}
+    if against:
+        meta["against"] = list(against)
+    if basis is not None:
+        meta["model_confidence"] = proposed
+        meta["confidence_basis"] = basis["explanation"]
+    if query:
+        meta["query"] = query
+    return meta
+
+
 class ReflectStore(BankStore, UnitStore, Protocol):
     """What reflect reads: the bank's profile (name, background, disposition) and the evidence memories."""
 
@@ -192,11 +221,10 @@ class ReflectPipeline:
         if not formed:
             return []
         now = utcnow()
-        evidence = self.store.get_units(bank_id, based_on)
-        order = {memory_id: i for i, memory_id in enumerate(based_on)}
-        evidence.sort(key=lambda m: order.get(m.id, len(order)))  # in the order the answer cited them
+        evidence = self._evidence(bank_id, based_on)
         based_on = [m.id for m in evidence]  # ids of other banks or unknown ids are not evidence
         proposed = [o.confidence for o in formed]  # what the model (or the caller) said
+        basis: dict[str, float | int | str] | None = None
         if grounded is not None:
             disposition, reference = grounded
             opposed = self.store.get_units(bank_id, against or [])
@@ -206,24 +234,10 @@ class ReflectPipeline:
                 log.info("reflect: %d opinion(s) without support under this disposition, not stored", len(formed))
                 return []
             formed = [o.model_copy(update={"confidence": confidence}) for o in formed]
-        sources = list(dict.fromkeys(s for m in evidence for s in m.sources))
-        facts = [
-            ExtractedFact(
-                text=o.text.strip(), network=Network.OPINION, confidence=o.confidence, mentioned_at=now,
-                entities=[ExtractedEntity(name=e) for e in o.entities if e.strip()], sources=sources, position=i,
-            )
-            for i, o in enumerate(formed)
-        ]
+        facts = _opinion_facts(formed, evidence, now)
         doc = Document(id=document_id or f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "",
                        timestamp=now)
-        meta: dict[str, Any] = {"based_on": based_on}
-        if against:
-            meta["against"] = list(against)
-        if grounded is not None:
-            meta["model_confidence"] = proposed
-            meta["confidence_basis"] = basis["explanation"]
-        if query:
-            meta["query"] = query
+        meta = _opinion_metadata(based_on, against, proposed, basis, query)
 
         def formed_events(units: list[Memory]) -> list[OpinionEvent]:
             return [
@@ -235,10 +249,17 @@ class ReflectPipeline:
         result = self.write_facts(doc, facts, metadata=meta, opinion_events=formed_events)
         for unit, opinion, said in zip(result.memories, formed, proposed, strict=True):
             unit.metadata["rationale"] = opinion.rationale
-            if grounded is not None:
+            if basis is not None:
                 unit.metadata["model_confidence"] = said
                 unit.metadata["confidence_basis"] = basis["explanation"]
         return result.memories
+
+    def _evidence(self, bank_id: str, based_on: list[str]) -> list[Memory]:
+        """The memories ``based_on`` names that the bank holds, in the order the answer cited them."""
+        evidence = self.store.get_units(bank_id, based_on)
+        order = {memory_id: i for i, memory_id in enumerate(based_on)}
+        evidence.sort(key=lambda m: order.get(m.id, len(order)))
+        return evidence
 
     def reflect(
         self, bank_id: str, query: str, *, disposition: DispositionLike = None, budget: int = 2000,

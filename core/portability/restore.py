@@ -323,43 +323,61 @@ def restore(
     """
     started = time.perf_counter()
     bank_id = archive.bank.id
-    store, index = engine.store, engine.index
     cleared = prepare_target(engine, bank_id, replace=replace)
     # The graph store is the truth and holds no such bank: vectors still under its id are orphans (a deleted bank
     # whose collection drop was deferred) and would be counted with the new ones.
-    index.drop_bank(bank_id)
+    engine.index.drop_bank(bank_id)
     copy_vectors, reason = _vector_plan(engine, archive, use_vectors)
-    job = Job(id=uuid.uuid4().hex, bank_id=bank_id, kind=marker, status=JobStatus.FAILED,
-              error=f"incomplete: {marker} started at {utcnow().isoformat()} has not finished; this bank is not "
-                    "whole (it is cleared by the next import or migration into this id)",
-              payload={"source": source, "format_version": archive.header.version, "counts": archive.counts(),
-                       "networks": archive.networks(), "source_bank_id": archive.header.bank_id,
-                       "owner": engine.vectors.owner, **(payload or {})})
-    store.enqueue_job(job)  # before the bank exists: no moment where the bank is there without its marker
+    job = _marker_job(engine, archive, marker, source, payload)
+    engine.store.enqueue_job(job)  # before the bank exists: no moment where the bank is there without its marker
     writer = _Writer(engine, archive, copy_vectors)
     try:
-        store.create_bank(BankProfile(id=bank_id, name=archive.bank.name, background=archive.bank.background,
-                                      disposition=archive.bank.disposition, created_at=archive.bank.created_at))
-        index.ensure_collection(bank_id, engine.embedder.name, engine.embedder.dimension)
-        with engine.vectors.hold(bank_id, [u.id for u in archive.units]):
-            writer.documents()
-            for batch in _batches(archive.units):
-                writer.units(batch)
-            writer.links()
-            writer.histories_and_deferred_vectors()
+        _write_bank(engine, archive, writer)
         counts = writer.verify_counts()
         if before_commit is not None:
             before_commit()
         writer.release_documents()
-        store.finish_job(job.id)  # the commit: from here on the bank is whole
+        engine.store.finish_job(job.id)  # the commit: from here on the bank is whole
     except BaseException as exc:
-        try:
-            discard_bank(engine, bank_id)
-        except Exception as cleanup:  # the marker stays: the next run into this id clears the bank
-            log.error("could not remove the unfinished bank %r (%s); it stays marked incomplete", bank_id, cleanup)
+        _discard_unfinished(engine, bank_id)
         if isinstance(exc, Exception) and not isinstance(exc, HindsightError):
             raise StoreError(f"writing bank {bank_id!r} failed and nothing of it was kept: {exc}") from exc
         raise
     return RestoreResult(bank_id=bank_id, cleared=cleared, vectors="copied" if copy_vectors else "recomputed",
                          vectors_reason=reason, counts=counts, seconds=round(time.perf_counter() - started, 3))
 
+
+def _marker_job(
+    engine: Engine, archive: BankArchive, marker: str, source: str, payload: dict[str, Any] | None
+) -> Job:
+    """The progress marker of a restore: a job stored as ``failed`` ("incomplete"), so no worker runs it, until
+    the restore finishes it."""
+    return Job(id=uuid.uuid4().hex, bank_id=archive.bank.id, kind=marker, status=JobStatus.FAILED,
+               error=f"incomplete: {marker} started at {utcnow().isoformat()} has not finished; this bank is not "
+                     "whole (it is cleared by the next import or migration into this id)",
+               payload={"source": source, "format_version": archive.header.version, "counts": archive.counts(),
+                        "networks": archive.networks(), "source_bank_id": archive.header.bank_id,
+                        "owner": engine.vectors.owner, **(payload or {})})
+
+
+def _write_bank(engine: Engine, archive: BankArchive, writer: _Writer) -> None:
+    """Create the bank and write all of ``archive`` into it, in retain's order (see the module docstring)."""
+    bank_id = archive.bank.id
+    engine.store.create_bank(BankProfile(id=bank_id, name=archive.bank.name, background=archive.bank.background,
+                                         disposition=archive.bank.disposition, created_at=archive.bank.created_at))
+    engine.index.ensure_collection(bank_id, engine.embedder.name, engine.embedder.dimension)
+    with engine.vectors.hold(bank_id, [u.id for u in archive.units]):
+        writer.documents()
+        for batch in _batches(archive.units):
+            writer.units(batch)
+        writer.links()
+        writer.histories_and_deferred_vectors()
+
+
+def _discard_unfinished(engine: Engine, bank_id: str) -> None:
+    """Remove a bank whose restore failed; when even that fails, log it: the marker stays ``failed``, and the next
+    run into this id clears the bank."""
+    try:
+        discard_bank(engine, bank_id)
+    except Exception as cleanup:
+        log.error("could not remove the unfinished bank %r (%s); it stays marked incomplete", bank_id, cleanup)

@@ -66,35 +66,48 @@ def _compose(text: str, ctx: _Ctx, hits: list[_Hit]) -> None:
         h = hits[i]
         if h.dead or h.win is None or h.kind in ("anchor", "bare", "reject"):
             continue
-        lo, seg = _segment(text, hits, i)
-        m = _P_PART.search(seg)
-        if m and h.kind in _PARTABLE:
-            h.win = _thirds(ctx, h.win, h.kind, _PARTS[(m.group("p") or m.group("q")).lower()])
-            h.start, h.kind = lo + m.start(), "span"
-            lo, seg = _segment(text, hits, i)
-        s, e = h.win
-        assert s is not None and e is not None
-        j = _prev_alive(hits, i)
-        if j >= 0 and hits[j].kind == "bare" and not text[hits[j].end : h.start].strip():
-            unit, k = hits[j].offset or ("day", 1)
-            h.win = _offset(ctx, unit, "before", k, k, s.date(), e.date())
-            h.start, h.kind = hits[j].start, unit
-            hits[j].dead = True
-            lo, seg = _segment(text, hits, i)
-        else:
-            m = _P_OFFSET.search(seg)
-            if m:
-                unit = (m.group("ou") or m.group("ou2")).lower()
-                n_lo, n_hi = _num(m.group("on")) if m.group("on") else (1, 1)
-                direction = "after" if m.group("od").lower() == "after" else "before"
-                h.win = _offset(ctx, unit, direction, n_lo, n_hi, s.date(), e.date())
-                h.start, h.kind = lo + m.start(), unit
-                lo, seg = _segment(text, hits, i)
-        m = _P_NEUTRAL.search(seg)
-        if m:
-            h.start = lo + m.start()
+        _fold_prefixes(text, ctx, hits, i)
     # Left to right: ranges first ("from March to May"), then single relations ("since March").
-    alive = [h for h in hits if not h.dead]
+    _join_ranges(text, [h for h in hits if not h.dead])
+    _apply_relations(text, ctx, [h for h in hits if not h.dead])
+
+
+def _fold_prefixes(text: str, ctx: _Ctx, hits: list[_Hit], i: int) -> None:
+    """Fold hit ``i``'s own prefixes, nearest last: a part, then an offset (a bare offset hit just before it, or
+    one in the text), then a neutral preposition, which only widens the hit."""
+    h = hits[i]
+    assert h.win is not None
+    lo, seg = _segment(text, hits, i)
+    m = _P_PART.search(seg)
+    if m and h.kind in _PARTABLE:
+        h.win = _thirds(ctx, h.win, h.kind, _PARTS[(m.group("p") or m.group("q")).lower()])
+        h.start, h.kind = lo + m.start(), "span"
+        lo, seg = _segment(text, hits, i)
+    s, e = h.win
+    assert s is not None and e is not None
+    j = _prev_alive(hits, i)
+    if j >= 0 and hits[j].kind == "bare" and not text[hits[j].end : h.start].strip():
+        unit, k = hits[j].offset or ("day", 1)
+        h.win = _offset(ctx, unit, "before", k, k, s.date(), e.date())
+        h.start, h.kind = hits[j].start, unit
+        hits[j].dead = True
+        lo, seg = _segment(text, hits, i)
+    else:
+        m = _P_OFFSET.search(seg)
+        if m:
+            unit = (m.group("ou") or m.group("ou2")).lower()
+            n_lo, n_hi = _num(m.group("on")) if m.group("on") else (1, 1)
+            direction = "after" if m.group("od").lower() == "after" else "before"
+            h.win = _offset(ctx, unit, direction, n_lo, n_hi, s.date(), e.date())
+            h.start, h.kind = lo + m.start(), unit
+            lo, seg = _segment(text, hits, i)
+    m = _P_NEUTRAL.search(seg)
+    if m:
+        h.start = lo + m.start()
+
+
+def _join_ranges(text: str, alive: list[_Hit]) -> None:
+    """Merge two neighbouring live hits joined as a range ("from X to Y", "28 March - 2 April") into the first."""
     for idx, h in enumerate(alive):
         if h.dead or h.win is None or h.kind in ("anchor", "reject") or idx + 1 >= len(alive):
             continue
@@ -114,7 +127,10 @@ def _compose(text: str, ctx: _Ctx, hits: list[_Hit]) -> None:
                 h.start = lo + start_m.start() if start_m else h.start
                 h.absolute = h.absolute and nxt.absolute
                 nxt.dead = True
-    alive = [h for h in hits if not h.dead]
+
+
+def _apply_relations(text: str, ctx: _Ctx, alive: list[_Hit]) -> None:
+    """Turn a live hit with a relation word before it ("since X", "before 2020") into that relation's window."""
     for i, h in enumerate(alive):
         if h.win is None or h.kind in ("anchor", "reject", "bare") or h.win[0] is None or h.win[1] is None:
             continue
@@ -124,5 +140,3 @@ def _compose(text: str, ctx: _Ctx, hits: list[_Hit]) -> None:
             word = " ".join(m.group("r").lower().split())
             h.win, h.relation = _apply_relation(word, h.win, ctx)
             h.start = lo + m.start()
-
-
