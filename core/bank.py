@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from .engine import Engine
 from .errors import BankNotFoundError, DocumentNotFoundError, InvalidInputError
-from .inputs import RetainInput, document_input, parse_timestamp
 from .models import (
     BankProfile,
     Disposition,
@@ -25,10 +24,11 @@ from .models import (
     RetainResult,
     utcnow,
 )
-from .observation_job import observation_document_id
-from .opinions import FormedOpinion
-from .profile_merge import amerge_background, merge_background
-from .retain_options import RetainOptions
+from .reflect.observation_job import observation_document_id
+from .reflect.opinions import FormedOpinion
+from .reflect.profile_merge import amerge_background, merge_background
+from .retain.options import RetainOptions
+from .text.inputs import RetainInput, document_input, parse_timestamp
 from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
 
 if TYPE_CHECKING:

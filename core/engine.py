@@ -18,19 +18,19 @@ from .config import Settings
 from .embedders import Embedder
 from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
-from .fact_job import FactJob
-from .forget import ForgetPipeline
-from .jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
 from .llm.base import LLM
-from .observation_job import ObservationWriter
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
-from .reflect import ReflectPipeline
-from .reinforce import OpinionReinforcer
-from .retain import FACTS, RetainPipeline
+from .reflect.observation_job import ObservationWriter
+from .reflect.pipeline import ReflectPipeline
+from .reflect.reinforce import OpinionReinforcer
+from .retain.fact_job import FactJob
+from .retain.forget import ForgetPipeline
+from .retain.pipeline import FACTS, RetainPipeline
+from .runtime.jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
+from .runtime.worker import Handler, Worker
 from .stores.base import GraphStore, VectorIndex
-from .vector_sync import VectorSync
-from .worker import Handler, Worker
+from .vectors.vector_sync import VectorSync
 
 T = TypeVar("T")
 

@@ -16,16 +16,16 @@ from .embedders import Embedder, make_embedder
 from .engine import Lazy, wire
 from .errors import BankNotFoundError, StoreError
 from .extract.base import Extractor
-from .leases import ProcessLease
 from .llm.base import LLM
 from .models import BankProfile, Disposition, utcnow
 from .recall.rerank import Reranker
-from .reconcile import reconcile_bank
+from .runtime.leases import ProcessLease
 from .stores.base import GraphStore, ResettableIndex, VectorIndex
 from .stores.locate import StoreLocation, open_graph, open_index
 from .stores.process_guard import VectorIndexDamagedError
-from .tokens import count_tokens
+from .text.tokens import count_tokens
 from .validation import BankId, Text, public
+from .vectors.reconcile import reconcile_bank
 
 if TYPE_CHECKING:
     from .portability.importer import ImportReport

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
@@ -92,12 +93,62 @@ def test_import_graph_has_no_cycle() -> None:
     graph = {name: _imports(name, path, modules) for name, path in modules.items()}
     # Packages import their submodules (re-exports); a submodule importing its own package would close a loop.
     assert _cycles(graph) == []
-    # Only the layers above the facade use it; no pipeline reaches through it.
+    # Only the surfaces use the facade; no pipeline reaches through it.
     users = {m for m in graph if "hindsight_core.hindsight" in graph[m] and m.startswith("hindsight_core")}
-    edges = {"hindsight_core.cli", "hindsight_core.cli_options", "hindsight_core.demo", "hindsight_core.integrity",
-             # the memory explorer (hindsight ui) opens a store and serves it
-             "hindsight_core.explorer.app", "hindsight_core.explorer.queries", "hindsight_core.explorer.server"}
-    assert users <= {"hindsight_core", *edges}
+    assert {_component(m) for m in users} <= {None, "bank", "cli", "explorer", "mcp_server"}
+
+
+LAYERS: list[set[str]] = [
+    {"models", "errors", "config", "validation"},
+    {"text", "temporal", "assets"},
+    {"llm", "embedders", "extract", "stores"},
+    {"vectors"},
+    {"retain", "recall", "reflect"},
+    {"runtime"},
+    {"engine", "portability"},
+    {"hindsight", "bank"},
+    {"cli", "explorer", "mcp_server"},
+]
+"""The components of ``hindsight_core`` (a folder, or a top-level module) by layer, lowest first: the tree of
+docs/ARCHITECTURE.md."""
+
+
+def _component(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if parts[0] == "hindsight_core" and len(parts) > 1 else None
+
+
+def test_each_component_imports_only_its_layer_and_those_below() -> None:
+    layer_of = {c: n for n, layer in enumerate(LAYERS) for c in layer}
+    modules = _modules()
+    wrong = []
+    for name, path in modules.items():
+        here = _component(name)
+        if here is None:
+            continue  # the package itself re-exports the facade
+        assert here in layer_of, f"{name}: component {here!r} is in no layer of docs/ARCHITECTURE.md"
+        for target in _imports(name, path, modules):
+            there = _component(target)
+            if there is not None and layer_of.get(there, -1) > layer_of[here]:
+                wrong.append(f"{name} -> {target}")
+    assert wrong == []
+
+
+def test_architecture_tree_lists_exactly_the_folders() -> None:
+    doc = (ROOT / "docs" / "ARCHITECTURE.md").read_text(encoding="utf-8")
+    tree = doc.split("```text", 1)[1].split("```", 1)[0]
+    listed = {m.group(1).rstrip("/") for m in re.finditer(r"^ +([\w/]+/)(?=\s|$)", tree, re.MULTILINE)}
+    folders = {str(p.parent.relative_to(ROOT / "core")) for p in (ROOT / "core").rglob("__init__.py")} - {"."}
+    assert listed == folders | {"data"}
+    for layer in LAYERS:
+        for component in layer:
+            assert f"{component}/" in tree or f"{component}.py" in tree, component
+
+
+def test_every_folder_says_what_lives_there() -> None:
+    for init in (ROOT / "core").rglob("__init__.py"):
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and len(doc) > 40, init
 
 
 def test_the_check_finds_a_cycle() -> None:

@@ -1,7 +1,7 @@
 """``hindsight bench`` end to end on tiny inputs: results files, plots and sane, correctly computed metrics.
 
 The benchmarks are their own distribution (``benchmarks/``, ``hindsight-memory-bench``); these tests reach them
-through the engine's ``hindsight bench`` (``hindsight_core.cli.main``), which hands over to ``hindsight_bench.cli``.
+through the engine's ``hindsight bench`` (``hindsight_core.cli.commands``), which hands over to ``hindsight_bench.cli``.
 
 Real stores and the real embedder throughout; the QA benchmark runs once with a scripted model (exact
 accounting) and once with the real local model (``llm`` marker).
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from hindsight_core.cli import main
+from hindsight_core.cli.commands import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -24,7 +24,7 @@ from hindsight_bench.cara import (
     run_cara,
     write_cara,
 )
-from hindsight_core.cli import main
+from hindsight_core.cli.commands import main
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -14,9 +14,9 @@ import pytest
 from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Disposition, Hindsight
-from hindsight_core.disposition import opinion_step
-from hindsight_core.grounded_confidence import grounded_confidence
 from hindsight_core.models import JobStatus, Network, utcnow
+from hindsight_core.reflect.disposition import opinion_step
+from hindsight_core.reflect.grounded_confidence import grounded_confidence
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 FACTS = [

@@ -16,7 +16,11 @@ import pytest
 from pydantic import ValidationError
 from scripted_llm import ScriptedLLM, assessment
 
-from hindsight_core.disposition import (
+from hindsight_core.errors import LLMError
+from hindsight_core.llm.base import MalformedOutputError
+from hindsight_core.llm.structured import clip
+from hindsight_core.models import Disposition
+from hindsight_core.reflect.disposition import (
     BIAS_HIGH,
     BIAS_LOW,
     EMPATHY_LEVELS,
@@ -26,11 +30,7 @@ from hindsight_core.disposition import (
     opinion_step,
     verbalize,
 )
-from hindsight_core.errors import LLMError
-from hindsight_core.llm.base import MalformedOutputError
-from hindsight_core.llm.structured import clip
-from hindsight_core.models import Disposition
-from hindsight_core.observations import (
+from hindsight_core.reflect.observations import (
     MAX_FACT_CHARS,
     MAX_FACTS,
     SUMMARY_CHARS,
@@ -38,7 +38,7 @@ from hindsight_core.observations import (
     select_facts,
     summarize_entity,
 )
-from hindsight_core.opinions import (
+from hindsight_core.reflect.opinions import (
     Assessment,
     FormedOpinion,
     OpinionAssessment,
@@ -46,7 +46,7 @@ from hindsight_core.opinions import (
     assess_opinion,
     update_confidence,
 )
-from hindsight_core.profile_merge import (
+from hindsight_core.reflect.profile_merge import (
     BACKGROUND_CHARS,
     amerge_background,
     build_merge_prompt,
@@ -375,9 +375,9 @@ def test_formed_opinion_bounds_and_leniency() -> None:
 
 
 def test_llm_schemas_bound_every_list_and_string() -> None:
-    from hindsight_core.observations import _SummaryOut
-    from hindsight_core.opinions import _AssessmentOut
-    from hindsight_core.profile_merge import _MergeOut
+    from hindsight_core.reflect.observations import _SummaryOut
+    from hindsight_core.reflect.opinions import _AssessmentOut
+    from hindsight_core.reflect.profile_merge import _MergeOut
 
     def walk(node: object) -> None:
         if isinstance(node, dict):

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from hindsight_core import cli
 from hindsight_core.bank import Bank
-from hindsight_core.cli import main
+from hindsight_core.cli import commands as cli
+from hindsight_core.cli.commands import main
 
 MESSAGES = [
     {"speaker": "Ana", "text": "My cat Miso knocked the basil plant off the shelf this morning.", "id": "m1"},
@@ -238,7 +238,7 @@ def test_reflect_is_offered_only_when_the_bank_can_reflect(monkeypatch: pytest.M
 
 
 def test_import_is_light() -> None:
-    code = ("import sys, hindsight_core.cli; "
+    code = ("import sys, hindsight_core.cli.commands; "
             "print(sorted(m for m in ('hindsight_core.hindsight', 'chromadb', 'torch', 'pydantic', 'tqdm') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -279,7 +279,7 @@ def test_the_demo_does_not_import_the_command_line() -> None:
 
     tree = ast.parse((Path(cli.__file__).parent / "demo.py").read_text(encoding="utf-8"))
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.level}
-    assert "cli" not in imported and "display" in imported
+    assert "commands" not in imported and "display" in imported
 
 
 # ------------------------------------------------------------------------------------------------
@@ -382,7 +382,7 @@ def test_bench_scale_writes_latencies_and_the_bare_chroma_floor(tmp_path: Path,
 def test_demo_reflects_with_two_dispositions() -> None:
     from scripted_llm import ScriptedLLM
 
-    from hindsight_core.demo import run_demo
+    from hindsight_core.cli.demo import run_demo
 
     def answer(messages: Any, schema: Any) -> dict[str, Any]:
         warm = "trust" in messages[0]["content"].lower()

@@ -17,9 +17,9 @@ import pytest
 from hindsight_bench.cli import main
 from hindsight_bench.dates import load_sentences, run_date_bench, statement_days
 from hindsight_core import Hindsight
-from hindsight_core.demo import load_conversation
+from hindsight_core.cli.demo import load_conversation
+from hindsight_core.cli.formats import locomo_sessions
 from hindsight_core.extract.dates import annotate_relative, occurrence
-from hindsight_core.formats import locomo_sessions
 from hindsight_core.temporal import (
     parse_temporal,
     sentence_spans,

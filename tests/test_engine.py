@@ -24,7 +24,7 @@ from hindsight_core.models import DocumentStatus, JobStatus
 from hindsight_core.stores.base import VectorMeta
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.sqlite import SQLiteGraphStore
-from hindsight_core.tokens import count_tokens
+from hindsight_core.text.tokens import count_tokens
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 

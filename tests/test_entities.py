@@ -10,12 +10,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hindsight_core.config import EntityResolutionSettings, Settings
-from hindsight_core.entities import EntityResolver, name_relation
 from hindsight_core.extract.base import ExtractedEntity, ExtractedFact
 from hindsight_core.models import BankProfile, EntityType, Memory
-from hindsight_core.names import compact_name, is_short_form, normalise_name
+from hindsight_core.retain.entities import EntityResolver, name_relation
 from hindsight_core.stores.base import UnitBatch
 from hindsight_core.stores.sqlite import SQLiteGraphStore
+from hindsight_core.text.names import compact_name, is_short_form, normalise_name
 
 T0 = datetime(2024, 5, 1, tzinfo=UTC)
 P, L, ORG = EntityType.PERSON, EntityType.LOCATION, EntityType.ORGANIZATION

@@ -13,9 +13,9 @@ from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Hindsight
 from hindsight_core.errors import LLMError
-from hindsight_core.integrity import check
-from hindsight_core.jobs import OPINIONS
 from hindsight_core.models import Job, JobStatus
+from hindsight_core.runtime.integrity import check
+from hindsight_core.runtime.jobs import OPINIONS
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 OPINIONS_HELD = {

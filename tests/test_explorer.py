@@ -38,11 +38,11 @@ from support.explorer_bank import (
 )
 
 from hindsight_core import Hindsight
+from hindsight_core.cli.net import is_loopback
 from hindsight_core.explorer.app import CSP, create_app
 from hindsight_core.explorer.auth import TOKEN_HEADER, Guard
 from hindsight_core.explorer.cli import add_commands
 from hindsight_core.explorer.queries import strongest
-from hindsight_core.net import is_loopback
 
 REPO = Path(__file__).resolve().parents[1]
 STATIC = REPO / "core" / "explorer" / "static"

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from hindsight_core.recall.fusion import reciprocal_rank_fusion
 from hindsight_core.recall.packing import MAX_SKIPS, pack
-from hindsight_core.tokens import count_tokens
+from hindsight_core.text.tokens import count_tokens
 
 
 def test_rrf_matches_the_formula() -> None:

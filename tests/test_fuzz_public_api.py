@@ -18,7 +18,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from hindsight_core import Hindsight
 from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.errors import HindsightError, InvalidInputError
-from hindsight_core.integrity import check
+from hindsight_core.runtime.integrity import check
 
 EMBEDDER = SentenceTransformerEmbedder()
 

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from hindsight_core.grounded_confidence import CEILING, grounded_confidence
 from hindsight_core.models import Disposition, Memory, Network
+from hindsight_core.reflect.grounded_confidence import CEILING, grounded_confidence
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from hindsight_core import chunks as chunks_mod
+from hindsight_core.assets import chunks as chunks_mod
 from hindsight_core.errors import LLMError
 from hindsight_core.llm import (
     LLM,

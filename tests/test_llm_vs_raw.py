@@ -27,7 +27,7 @@ from hindsight_bench.llm_vs_raw import (
     run_llm_vs_raw,
     write_llm_vs_raw,
 )
-from hindsight_core.cli import main
+from hindsight_core.cli.commands import main
 from hindsight_core.extract.fact_schema import output_model
 
 

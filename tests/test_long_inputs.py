@@ -23,10 +23,10 @@ from hindsight_bench.long_inputs import load_needles, long_text
 from hindsight_core import Hindsight, TooManyMessagesError
 from hindsight_core.config import LinkSettings, Settings
 from hindsight_core.errors import ExtractionError
-from hindsight_core.integrity import check
-from hindsight_core.links import cap_links
 from hindsight_core.models import DocumentStatus, Link, LinkType, Memory, Message
-from hindsight_core.passages import Passage, passage_spans, split_long_messages
+from hindsight_core.retain.links import cap_links
+from hindsight_core.runtime.integrity import check
+from hindsight_core.text.passages import Passage, passage_spans, split_long_messages
 
 T0 = datetime(2025, 3, 3, 9, 0, tzinfo=UTC)
 SPAN = re.compile(r"^chars:(\d+)-(\d+)$")

@@ -24,11 +24,11 @@ from support.servers import bolt_server, chroma_server, ensure_arcadedb_database
 from test_portability import CONVERSATION, EMBEDDER, build_source, open_store, parser, recall_order, snapshot
 
 from hindsight_core import Hindsight
-from hindsight_core.cli_run import run_parsed
+from hindsight_core.cli.run import run_parsed
 from hindsight_core.errors import BankNotFoundError, HindsightError
-from hindsight_core.integrity import check
 from hindsight_core.portability import restore as restore_module
 from hindsight_core.portability.migrate import QueryCheck, migrate
+from hindsight_core.runtime.integrity import check
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.neo4j import Neo4jGraphStore
 

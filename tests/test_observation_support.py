@@ -18,8 +18,8 @@ from scripted_llm import ScriptedLLM
 from hindsight_core import Hindsight
 from hindsight_core.embedders import make_embedder
 from hindsight_core.models import Network
-from hindsight_core.observation_job import SUPPORT_KEY, ObservationWriter, fact_line
-from hindsight_core.observation_support import (
+from hindsight_core.reflect.observation_job import SUPPORT_KEY, ObservationWriter, fact_line
+from hindsight_core.reflect.observation_support import (
     MIN_OVERLAP,
     MIN_SIMILARITY,
     check_support,

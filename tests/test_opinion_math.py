@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hindsight_core import Disposition
-from hindsight_core.disposition import opinion_step, verbalize
-from hindsight_core.opinions import Assessment, update_confidence
+from hindsight_core.reflect.disposition import opinion_step, verbalize
+from hindsight_core.reflect.opinions import Assessment, update_confidence
 
 
 @pytest.mark.parametrize(

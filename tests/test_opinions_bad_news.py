@@ -16,11 +16,11 @@ import pytest
 from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Disposition, Hindsight
-from hindsight_core.disposition import opinion_step
-from hindsight_core.jobs import OPINIONS
 from hindsight_core.llm import LocalLLM, shutdown_local_servers
 from hindsight_core.models import Entity, Memory, Network
-from hindsight_core.opinion_candidates import known_names, name_pattern, opinion_names, related_opinions
+from hindsight_core.reflect.disposition import opinion_step
+from hindsight_core.reflect.opinion_candidates import known_names, name_pattern, opinion_names, related_opinions
+from hindsight_core.runtime.jobs import OPINIONS
 
 T0 = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)
 OPINION = "Maya is a good person to ask for help with a dog"

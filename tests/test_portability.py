@@ -33,10 +33,10 @@ from scripted_llm import ScriptedLLM
 from support.conversation import CONVERSATION
 
 from hindsight_core import Hindsight
-from hindsight_core.cli_run import run_parsed
+from hindsight_core.cli import portability as portability_cli
+from hindsight_core.cli.run import run_parsed
 from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.errors import HindsightError, InvalidInputError, StoreError
-from hindsight_core.integrity import check
 from hindsight_core.models import LinkType, Network, OpinionEvent
 from hindsight_core.portability import (
     ArchiveError,
@@ -45,12 +45,12 @@ from hindsight_core.portability import (
     export_bank,
     import_bank,
 )
-from hindsight_core.portability import cli as portability_cli
 from hindsight_core.portability import restore as restore_module
 from hindsight_core.portability.collect import collect_bank
 from hindsight_core.portability.format import decode_vector
 from hindsight_core.portability.ids import remap
 from hindsight_core.portability.jsonl import read_archive, write_archive
+from hindsight_core.runtime.integrity import check
 from hindsight_core.stores.base import OpinionUpdate
 
 SOURCE = "travel-notes"
@@ -470,7 +470,7 @@ def test_functions_take_the_engine(source: Hindsight, target: Hindsight, tmp_pat
 # command line --------------------------------------------------------------------------------------------
 def parser() -> argparse.ArgumentParser:
     """The ``hindsight`` parser's shape (global options before or after the command) with these commands."""
-    from hindsight_core.cli_options import global_options
+    from hindsight_core.cli.options import global_options
 
     top = argparse.ArgumentParser(prog="hindsight", parents=[global_options(argparse.SUPPRESS)])
     top.set_defaults(path=None, graph=None, vectors=None, json=False, verbose=False)
@@ -513,7 +513,7 @@ def test_cli_export_and_import(source: Hindsight, tmp_path: Path) -> None:
 def test_cli_module_imports_nothing_heavy() -> None:
     import subprocess
 
-    code = ("import sys, hindsight_core.portability.cli as c; "
+    code = ("import sys, hindsight_core.cli.portability as c; "
             "heavy = [m for m in ('torch', 'chromadb', 'hindsight_core.hindsight') if m in sys.modules]; "
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -15,7 +15,7 @@ import pytest
 from hindsight_core import Hindsight
 from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.errors import StoreLockedError
-from hindsight_core.integrity import check
+from hindsight_core.runtime.integrity import check
 from hindsight_core.stores.chroma import ChromaVectorIndex
 
 EMBEDDER = SentenceTransformerEmbedder()

@@ -20,8 +20,8 @@ from hindsight_core.errors import (
     InvalidInputError,
     LLMError,
 )
-from hindsight_core.integrity import check
 from hindsight_core.models import Disposition
+from hindsight_core.runtime.integrity import check
 
 
 class NoModel:

@@ -12,9 +12,9 @@ from typing import Any
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Hindsight
-from hindsight_core.integrity import check
 from hindsight_core.models import DocumentStatus, JobStatus, Memory
 from hindsight_core.recall.packing import distinct_evidence_first
+from hindsight_core.runtime.integrity import check
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 MESSAGES = [

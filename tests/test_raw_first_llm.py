@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from hindsight_core import Hindsight
-from hindsight_core.integrity import check
 from hindsight_core.llm import LocalLLM, shutdown_local_servers
 from hindsight_core.models import JobStatus
+from hindsight_core.runtime.integrity import check
 
 pytestmark = pytest.mark.llm
 

@@ -11,7 +11,7 @@ import pytest
 from hindsight_core import Hindsight
 from hindsight_core.extract.raw_extractor import RawExtractor
 from hindsight_core.models import Document, Message
-from hindsight_core.unit_text import embedding_texts
+from hindsight_core.vectors.unit_text import embedding_texts
 
 T0 = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 LINES = ["I moved to Lisbon last week with Ana.", "Ana starts at Google in Porto on Monday!", "ok", "   ",

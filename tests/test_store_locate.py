@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_core import Hindsight
-from hindsight_core.cli import build_parser, main
+from hindsight_core.cli.commands import build_parser, main
 from hindsight_core.errors import InvalidInputError
 from hindsight_core.mcp_server.schemas import BankId as McpBankId
 from hindsight_core.stores.locate import StoreLocation, StoreLocationError

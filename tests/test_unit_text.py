@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from hindsight_core import Hindsight
-from hindsight_core.unit_text import REPLY_CONTEXT_CHARS, reply_context, timed_text
+from hindsight_core.vectors.unit_text import REPLY_CONTEXT_CHARS, reply_context, timed_text
 
 T0 = datetime(2023, 5, 8, 14, 0, tzinfo=UTC)
 CHAT = [

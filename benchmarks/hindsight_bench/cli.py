@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None, *, prog: str = "hindsight-bench") -> int
         parser.print_help(sys.stderr)
         return EXIT_ERROR
 
-    from hindsight_core.cli_run import run_parsed
+    from hindsight_core.cli.run import run_parsed
     from hindsight_core.errors import HindsightError
 
     return run_parsed(args, (HindsightError, BenchError, OSError))

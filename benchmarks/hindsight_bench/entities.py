@@ -81,9 +81,9 @@ def parse_offset(text: str) -> timedelta:
 def replay(scenario: dict[str, Any], settings: EntityResolutionSettings | None = None) -> list[ScoredMention]:
     """Run a scenario's retains through a fresh in-memory SQLite store and the resolver; where each scored
     mention was stored."""
-    from hindsight_core.entities import EntityResolver
     from hindsight_core.extract.base import ExtractedEntity, ExtractedFact
     from hindsight_core.models import BankProfile, EntityType, Memory
+    from hindsight_core.retain.entities import EntityResolver
     from hindsight_core.stores.base import UnitBatch
     from hindsight_core.stores.sqlite import SQLiteGraphStore
 
@@ -122,7 +122,7 @@ def replay(scenario: dict[str, Any], settings: EntityResolutionSettings | None =
 def _stored_entity(store: Any, bank: str, unit_id: str, name: str) -> str | None:
     """The entity the unit mentions under this name: the one holding the name (or an alias), else one of the
     unit's entities whose names normalise alike; None when the store holds no such mention."""
-    from hindsight_core.names import normalise_name
+    from hindsight_core.text.names import normalise_name
 
     entity = store.find_entity(bank, name)
     if entity is not None and unit_id in store.units_of_entity(bank, entity.id):

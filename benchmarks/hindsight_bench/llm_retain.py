@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hindsight_core.formats import locomo_sessions
+from hindsight_core.cli.formats import locomo_sessions
 
 
 def run_llm_retain(

@@ -44,9 +44,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from hindsight_core.formats import Session, evidence_ids, locomo_sessions
+from hindsight_core.cli.formats import Session, evidence_ids, locomo_sessions
 from hindsight_core.llm.base import LLM, ChatMessage, MalformedOutputError
-from hindsight_core.tokens import count_tokens
+from hindsight_core.text.tokens import count_tokens
 
 from .locomo import CATEGORIES, SPLITS, ConfigResult, first_evidence_rank, question_metrics
 from .metrics import coverage

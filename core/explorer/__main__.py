@@ -7,8 +7,8 @@ import argparse
 import logging
 import sys
 
-from ..cli_options import add_store_options
-from ..cli_run import run_parsed
+from ..cli.options import add_store_options
+from ..cli.run import run_parsed
 from ..errors import HindsightError
 from .cli import add_ui_options, cmd_ui
 

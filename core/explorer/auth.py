@@ -17,7 +17,7 @@ import os
 import secrets
 from dataclasses import dataclass
 
-from ..net import is_loopback
+from ..cli.net import is_loopback
 
 TOKEN_HEADER = "X-Hindsight-Token"
 TOKEN_ENV = "HINDSIGHT_UI_TOKEN"

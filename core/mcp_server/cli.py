@@ -70,7 +70,7 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
         import mcp.server.mcpserver  # noqa: F401  (version 2's server; version 1 has none)
     except ImportError as exc:
         raise UsageError(SDK_MISSING.format(error=exc)) from exc
-    from ..net import is_loopback
+    from ..cli.net import is_loopback
     from .server import build_server
     from .transports import TOKEN_ENV, configured_token, serve_http, serve_stdio
 
@@ -130,14 +130,14 @@ def open_store(args: argparse.Namespace, llm: LLM | None) -> Hindsight:
     """The store the options name (created if missing: a server retains)."""
     from hindsight_core import Hindsight
 
-    from ..cli_options import location
+    from ..cli.options import location
 
     return Hindsight.open(location(args), llm=llm)
 
 
 def describe_store(args: argparse.Namespace) -> str:
     """The store in words, for the start-up line (an absolute path: clients start servers in any directory)."""
-    from ..cli_options import location
+    from ..cli.options import location
 
     return location(args).describe()
 

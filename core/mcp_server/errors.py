@@ -26,7 +26,7 @@ from hindsight_core import (
     StoreError,
     StoreLockedError,
 )
-from hindsight_core.cli_run import one_line
+from hindsight_core.cli.run import one_line
 
 # Most specific first: StoreLockedError is a StoreError.
 _KINDS: tuple[tuple[type[HindsightError], str], ...] = (

@@ -17,7 +17,7 @@ from mcp.shared.uri_template import UriTemplate
 from mcp_types import Resource
 
 from hindsight_core import BankNotFoundError, Hindsight, InvalidInputError
-from hindsight_core.cli_run import one_line
+from hindsight_core.cli.run import one_line
 
 from .scope import BankScope
 

@@ -12,7 +12,7 @@ tied to the leases of the processes of the source store; their results are in th
 document whose extraction had not finished keeps its status and is resumed by the importing store.
 The command line (``hindsight export``, ``import``, ``migrate``) is in ``portability.cli``.
 
-Names are imported on first use, so that ``import hindsight_core.portability.cli`` (the command line's parser)
+Names are imported on first use, so that ``import hindsight_core.cli.portability`` (the command line's parser)
 loads no store or model code.
 """
 

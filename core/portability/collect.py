@@ -29,7 +29,7 @@ from ..engine import Engine
 from ..errors import BankNotFoundError, StoreError
 from ..models import Document, Entity, LinkType, Memory, Network, utcnow
 from ..stores.base import Snapshots
-from ..unit_text import stored_embedding_texts
+from ..vectors.unit_text import stored_embedding_texts
 from .archive import BankArchive
 from .errors import ArchiveError
 from .format import (

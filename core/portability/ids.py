@@ -15,7 +15,7 @@ import uuid
 from dataclasses import replace
 from typing import Any
 
-from ..observation_job import observation_document_id
+from ..reflect.observation_job import observation_document_id
 from .archive import BankArchive
 from .format import EventRecord
 

@@ -34,10 +34,10 @@ from pydantic import BaseModel, Field
 
 from ..engine import Engine
 from ..errors import HindsightError, StoreError
-from ..leases import host_key, pid_alive
 from ..models import BankProfile, Document, DocumentStatus, Entity, Job, JobStatus, Link, Memory, utcnow
+from ..runtime.leases import host_key, pid_alive
 from ..stores.base import GraphStore, Mention, UnitBatch
-from ..unit_text import embedding_text, search_contexts, vector_metadata
+from ..vectors.unit_text import embedding_text, search_contexts, vector_metadata
 from .archive import BankArchive
 from .errors import BankExistsError, VerificationError
 from .format import EntityRecord, OpinionHistoryRecord, UnitRecord

@@ -14,10 +14,10 @@ from typing import Any
 from ..config import RecallSettings
 from ..embedders import Embedder, embed_queries
 from ..errors import InvalidInputError, StoreError
-from ..inputs import clean_text, parse_timestamp
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
 from ..stores.base import VectorIndex
 from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
+from ..text.inputs import clean_text, parse_timestamp
 from ..validation import When, Window
 from . import channels as ch
 from .fusion import reciprocal_rank_fusion

@@ -7,10 +7,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from ..models import Entity, JobStatus, as_utc
-from ..names import normalise_name
-
-DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
-"""The graph server tried when neither an option nor ``NEO4J_URI`` names one."""
+from ..text.names import normalise_name
 
 
 def to_epoch(value: datetime | None) -> float | None:

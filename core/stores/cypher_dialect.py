@@ -24,6 +24,9 @@ from typing import Any
 
 from ..errors import StoreError
 
+DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
+"""The graph server tried when neither an option nor ``NEO4J_URI`` names one."""
+
 # Range indexes and uniqueness constraints, valid Cypher on Neo4j 5 and on ArcadeDB. Labels and property
 # names here are the complete fixed set the store uses: no label or type ever comes from user input.
 SCHEMA_CYPHER: tuple[str, ...] = (

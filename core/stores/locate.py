@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from ..errors import InvalidInputError
-from .common import DEFAULT_NEO4J_URI
+from .cypher_dialect import DEFAULT_NEO4J_URI
 
 if TYPE_CHECKING:
     from .base import GraphStore, VectorIndex

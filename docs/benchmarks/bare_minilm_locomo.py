@@ -14,8 +14,8 @@ import sys
 import numpy as np
 
 from hindsight_bench.metrics import coverage
+from hindsight_core.cli.formats import evidence_ids, locomo_sessions
 from hindsight_core.embedders import SentenceTransformerEmbedder
-from hindsight_core.formats import evidence_ids, locomo_sessions
 
 
 def main(path: str) -> dict[str, float]:

@@ -14,9 +14,9 @@ import pytest
 from conformance_support import ServerEnv, server_store
 
 from hindsight_core import Hindsight
-from hindsight_core.integrity import check
 from hindsight_core.models import Job
-from hindsight_core.names import normalise_name
+from hindsight_core.runtime.integrity import check
+from hindsight_core.text.names import normalise_name
 
 WORKER = Path(__file__).with_name("concurrent_worker.py")
 

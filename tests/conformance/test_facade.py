@@ -13,8 +13,8 @@ from conformance_support import Backend, ServerEnv
 
 from hindsight_core import Hindsight
 from hindsight_core.errors import StoreError
-from hindsight_core.integrity import check
 from hindsight_core.models import Memory, Network
+from hindsight_core.runtime.integrity import check
 from hindsight_core.stores.base import UnitBatch
 
 T0 = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)

@@ -23,7 +23,7 @@ from kill_workload import BANK, Journal, document_messages, run_writer, sources_
 
 from hindsight_core import Hindsight
 from hindsight_core.embedders import SentenceTransformerEmbedder
-from hindsight_core.integrity import check
+from hindsight_core.runtime.integrity import check
 
 KILLS = int(os.environ.get("HINDSIGHT_TORTURE_KILLS", "50"))
 

@@ -10,8 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ...errors import StoreError
-from ..common import DEFAULT_NEO4J_URI
-from ..cypher_dialect import ArcadeDBDialect, CypherDialect, detect_dialect
+from ..cypher_dialect import DEFAULT_NEO4J_URI, ArcadeDBDialect, CypherDialect, detect_dialect
 from ..fts5_bm25 import TermStatsCache
 
 T = TypeVar("T")

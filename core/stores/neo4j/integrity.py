@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from ...names import normalise_name
+from ...text.names import normalise_name
 from .cypher import _set_unit_props, keyword_tokens
 from .schema import Neo4jSchema
 

@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from ...errors import StoreError
-from ...names import normalise_name
+from ...text.names import normalise_name
 from .connection import Neo4jConnection
 from .cypher import _LOSER_MERGE, _set_unit_props, keyword_tokens
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...errors import ConflictError
 from ...models import Entity, LinkType, Memory, Network
-from ...names import normalise_name
+from ...text.names import normalise_name
 from ..common import from_epoch as _dt
 from ..common import nearest
 from ..common import to_epoch as _ts

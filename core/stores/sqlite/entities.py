@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...models import Entity, EntityType
-from ...names import normalise_name
+from ...text.names import normalise_name
 from ..common import by_alias
 from ..common import from_epoch as _dt
 from .connection import SQLiteConnection

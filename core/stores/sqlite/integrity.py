@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...names import normalise_name
+from ...text.names import normalise_name
 from ..fts5_bm25 import keyword_columns, split_tokens
 from .connection import SQLiteConnection
 from .schema import _renormalise_entities

@@ -7,7 +7,7 @@ import sqlite3
 from collections.abc import Sequence
 
 from ...models import EntityType
-from ...names import normalise_name
+from ...text.names import normalise_name
 from ..fts5_bm25 import TOKENIZER, keyword_columns
 from .sql import _adjust_keyword_stats
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...models import Entity, EntityType, Job, OpinionEvent
-from ...names import normalise_name
+from ...text.names import normalise_name
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
 

@@ -1,0 +1,289 @@
+"""Reflect (CARA, paper section 5): recall, then one structured LLM call shaped by the bank's disposition.
+
+The model sees the bank's name, background and verbalised disposition, and the recalled memories numbered
+[1]..[n] (in the order the empathy trait gives them: :func:`hindsight_core.reflect.disposition.empathy_order`). It
+cites the numbers it relied on and those that speak against its answer (mapped back to memory ids; invented
+numbers are dropped and counted), states its stance on a yes/no question, answers, and may form opinions.
+Opinions are stored in the opinion network with their formation event and a confidence computed from the
+cited evidence and the disposition (:mod:`hindsight_core.reflect.grounded_confidence`), not the model's number.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from ..errors import BankNotFoundError, InvalidInputError
+from ..extract.base import ExtractedEntity, ExtractedFact
+from ..llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage
+from ..llm.structured import astructured_call, structured_call
+from ..models import (
+    BankProfile,
+    Disposition,
+    Document,
+    Memory,
+    Network,
+    OpinionEvent,
+    Recall,
+    Reflection,
+    utcnow,
+)
+from ..recall.pipeline import RecallPipeline
+from ..retain.pipeline import FactWriter
+from ..stores.base import BankStore, UnitStore
+from ..validation import When
+from .disposition import empathy_order, verbalize
+from .grounded_confidence import confidence_basis
+from .opinions import FormedOpinion
+
+log = logging.getLogger(__name__)
+
+DispositionLike = Disposition | Mapping[str, Any] | None
+"""A disposition, or its fields as a mapping (validated), or None for the bank's own."""
+
+UNKNOWN_ANSWER = "I don't know: nothing in my memory answers that."
+MAX_MEMORIES_IN_PROMPT = 24
+
+
+class _Answer(BaseModel):
+    # Every key required in the advertised schema: with optional keys the small model leaves out stance and
+    # against. Citations come before the answer: a small model that first picks its evidence answers from it.
+    model_config = LLM_SCHEMA_CONFIG
+
+    known: bool = Field(description="true if some memories are relevant to the question")
+    # At least one citation: small models otherwise answer "from nowhere" (ignored when known is false).
+    based_on: list[int] = Field(min_length=1, max_length=8, description="numbers of the memories your answer uses")
+    # At most 3, "usually none": with room for 8 the small model filled it with as many numbers as based_on.
+    against: list[int] = Field(default_factory=list, max_length=3,
+                               description="numbers of memories that contradict your answer; usually []")
+    stance: Literal["yes", "no", "unsure"] = Field(
+        "unsure", description="for a yes/no question your judgment, else unsure")
+    answer: str = Field(max_length=1200, description="1-3 sentences that give the reasoning")
+    opinions: list[FormedOpinion] = Field(default_factory=list, max_length=3)
+
+
+def system_message(profile: BankProfile, disposition: Disposition) -> str:
+    """The reflect system message: identity, background and the verbalised disposition."""
+    background = profile.background.strip() or "(no background yet)"
+    return (
+        f"You are {profile.name}. Your background: {background}\n"
+        f"{verbalize(disposition)}\n"
+        "Answer the question from the numbered memories you are given, reasoning and judging in line with "
+        "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
+        "some memories are relevant; only if none is relevant, set known to false and say you do not know. "
+        "Cite in against only memories that contradict your answer (usually none). "
+        "Never invent facts. If the question asks for a judgment (is, should, would, what do you think), "
+        "add your judgment to opinions: one sentence in your own words, a confidence between 0 and 1 that "
+        "reflects your disposition, and a short rationale."
+    )
+
+
+def user_message(query: str, memories: list[Memory], reference_time: datetime) -> str:
+    """The question with the recalled memories numbered from 1, each with its date."""
+    lines = [f"Current time: {reference_time:%Y-%m-%d %H:%M} UTC", "Memories:"]
+    for i, m in enumerate(memories, start=1):
+        when = m.occurred_start or m.mentioned_at
+        date = f"{when:%Y-%m-%d}" if when else "undated"
+        extra = f" (confidence {m.confidence:.2f})" if m.confidence is not None else ""
+        lines.append(f"[{i}] ({date}, {m.network.value}{extra}) {m.text}")
+    lines.append(f"Question: {query}")
+    return "\n".join(lines)
+
+
+def _reference(recall: Recall) -> datetime | None:
+    """The reference time recall resolved ("now" for the question), from its trace."""
+    return recall.trace.reference_time if recall.trace is not None else None
+
+
+def _relevant(recall: Recall) -> bool:
+    """Whether recall found anything at all related: a keyword match or a reasonably close vector."""
+    if not recall.memories:
+        return False
+    trace = recall.trace
+    if trace is None:
+        return True
+    for item in trace.items[: len(recall.memories)]:
+        if "keyword" in item.channels or "temporal" in item.channels:
+            return True
+        sem = item.channels.get("semantic")
+        if sem is not None and sem.score >= 0.3:
+            return True
+    return False
+
+
+def _opinion_facts(formed: list[FormedOpinion], evidence: list[Memory], now: datetime) -> list[ExtractedFact]:
+    """The opinions as facts of the opinion network, each citing the messages of all the evidence."""
+    sources = list(dict.fromkeys(s for m in evidence for s in m.sources))
+    return [
+        ExtractedFact(
+            text=o.text.strip(), network=Network.OPINION, confidence=o.confidence, mentioned_at=now,
+            entities=[ExtractedEntity(name=e) for e in o.entities if e.strip()], sources=sources, position=i,
+        )
+        for i, o in enumerate(formed)
+    ]
+
+
+def _opinion_metadata(
+    based_on: list[str], against: list[str] | None, proposed: list[float], basis: Mapping[str, Any] | None,
+    query: str | None,
+) -> dict[str, Any]:
+    """The metadata stored with opinions: their evidence, and with ``basis`` (grounded) the confidences the
+    model proposed and why the stored one differs."""
+    meta: dict[str, Any] = {"based_on": based_on}
+    if against:
+        meta["against"] = list(against)
+    if basis is not None:
+        meta["model_confidence"] = proposed
+        meta["confidence_basis"] = basis["explanation"]
+    if query:
+        meta["query"] = query
+    return meta
+
+
+class ReflectStore(BankStore, UnitStore, Protocol):
+    """What reflect reads: the bank's profile (name, background, disposition) and the evidence memories."""
+
+
+class ReflectPipeline:
+    """Runs reflect for any bank: recall, one structured model call, opinions written through ``write_facts``.
+
+    ``llm`` is called when a model is needed (the default local model loads on first use, not at open).
+    """
+
+    def __init__(
+        self, store: ReflectStore, recaller: RecallPipeline, write_facts: FactWriter, llm: Callable[[], LLM]
+    ) -> None:
+        self.store = store
+        self.recaller = recaller
+        self.write_facts = write_facts
+        self._llm = llm
+
+    def _prepare(
+        self, bank_id: str, query: str, disposition: DispositionLike, budget: int, reference_time: When
+    ) -> tuple[BankProfile, Disposition, Recall, list[Memory], list[ChatMessage]]:
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError("reflect needs a non-empty question")
+        profile = self.store.get_bank(bank_id)
+        if profile is None:
+            raise BankNotFoundError(f"no bank {bank_id!r}")
+        disp = Disposition.model_validate(disposition) if disposition is not None else profile.disposition
+        recall = self.recaller.recall(bank_id, query, budget=budget, reference_time=reference_time, trace=True)
+        memories = empathy_order(recall.memories, disp)[:MAX_MEMORIES_IN_PROMPT]
+        ref = recall.trace.reference_time if recall.trace is not None else utcnow()
+        messages: list[ChatMessage] = [
+            {"role": "system", "content": system_message(profile, disp)},
+            {"role": "user", "content": user_message(query, memories, ref)},
+        ]
+        return profile, disp, recall, memories, messages
+
+    def _finish(
+        self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], messages: list[ChatMessage],
+        out: _Answer | None, opinion_document: str | None = None, reference: datetime | None = None,
+    ) -> Reflection:
+        system = messages[0]["content"]
+        if out is None or not out.known:
+            answer = out.answer.strip() if out is not None and out.answer.strip() else UNKNOWN_ANSWER
+            return Reflection(query=query, answer=answer, known=False, memories=memories, disposition=disp,
+                              system_message=system)
+        def cited(numbers: list[int]) -> list[str]:
+            return list(dict.fromkeys(memories[n - 1].id for n in numbers if 1 <= n <= len(memories)))
+
+        based_on = cited(out.based_on)
+        against = [m for m in cited(out.against) if m not in based_on]  # cited both ways: it supports
+        dropped = sum(1 for n in [*out.based_on, *out.against] if not 1 <= n <= len(memories))
+        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document,
+                                       grounded=(disp, reference or utcnow()), against=against)
+        return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on, against=against,
+                          stance=out.stance, citations_dropped=dropped, opinions=opinions, memories=memories,
+                          disposition=disp, system_message=system)
+
+    def store_opinions(
+        self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None,
+        document_id: str | None = None, grounded: tuple[Disposition, datetime] | None = None,
+        against: list[str] | None = None,
+    ) -> list[Memory]:
+        """Store opinions in the opinion network, each with its "formed" history event in the same transaction.
+
+        ``based_on`` are memory ids of the bank; the opinion's sources are their message ids. ``document_id``
+        names the synthetic document they are stored under (default: a new one); storing under the same id
+        again replaces them, which makes a retried scheduled reflect store its opinions once. ``grounded``
+        (the disposition and the reference time) replaces each opinion's confidence by the one its evidence
+        supports (``grounded_confidence``, with ``against``: ids of memories cited against it; the proposed
+        number is kept as ``model_confidence``); an opinion with no support left is not stored.
+        """
+        formed = [o for o in formed if o.text.strip()]
+        if not formed:
+            return []
+        now = utcnow()
+        evidence = self._evidence(bank_id, based_on)
+        based_on = [m.id for m in evidence]  # ids of other banks or unknown ids are not evidence
+        proposed = [o.confidence for o in formed]  # what the model (or the caller) said
+        basis: dict[str, float | int | str] | None = None
+        if grounded is not None:
+            disposition, reference = grounded
+            opposed = self.store.get_units(bank_id, against or [])
+            basis = confidence_basis(evidence, opposed, disposition, reference)
+            confidence = float(basis["confidence"])
+            if confidence <= 0.0:
+                log.info("reflect: %d opinion(s) without support under this disposition, not stored", len(formed))
+                return []
+            formed = [o.model_copy(update={"confidence": confidence}) for o in formed]
+        facts = _opinion_facts(formed, evidence, now)
+        doc = Document(id=document_id or f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "",
+                       timestamp=now)
+        meta = _opinion_metadata(based_on, against, proposed, basis, query)
+
+        def formed_events(units: list[Memory]) -> list[OpinionEvent]:
+            return [
+                OpinionEvent(opinion_id=unit.id, at=now, label="formed", new_confidence=opinion.confidence,
+                             evidence=based_on, new_text=unit.text, rationale=opinion.rationale)
+                for unit, opinion in zip(units, formed, strict=True)
+            ]
+
+        result = self.write_facts(doc, facts, metadata=meta, opinion_events=formed_events)
+        for unit, opinion, said in zip(result.memories, formed, proposed, strict=True):
+            unit.metadata["rationale"] = opinion.rationale
+            if basis is not None:
+                unit.metadata["model_confidence"] = said
+                unit.metadata["confidence_basis"] = basis["explanation"]
+        return result.memories
+
+    def _evidence(self, bank_id: str, based_on: list[str]) -> list[Memory]:
+        """The memories ``based_on`` names that the bank holds, in the order the answer cited them."""
+        evidence = self.store.get_units(bank_id, based_on)
+        order = {memory_id: i for i, memory_id in enumerate(based_on)}
+        evidence.sort(key=lambda m: order.get(m.id, len(order)))
+        return evidence
+
+    def reflect(
+        self, bank_id: str, query: str, *, disposition: DispositionLike = None, budget: int = 2000,
+        reference_time: When = None, opinion_document: str | None = None,
+    ) -> Reflection:
+        """See ``Bank.reflect``; ``opinion_document``: see ``store_opinions`` (scheduled reflects)."""
+        _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
+        out = None
+        if _relevant(recall):
+            out = structured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
+        return self._finish(bank_id, query, disp, memories, messages, out, opinion_document, _reference(recall))
+
+    async def areflect(
+        self, bank_id: str, query: str, *, disposition: DispositionLike = None, budget: int = 2000,
+        reference_time: When = None,
+    ) -> Reflection:
+        """Async twin: recall and storage in a worker thread, the model call natively async."""
+        _, disp, recall, memories, messages = await asyncio.to_thread(
+            self._prepare, bank_id, query, disposition, budget, reference_time
+        )
+        out = (
+            await astructured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
+            if _relevant(recall)
+            else None
+        )
+        return await asyncio.to_thread(self._finish, bank_id, query, disp, memories, messages, out, None,
+                                       _reference(recall))

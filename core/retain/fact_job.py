@@ -1,0 +1,121 @@
+"""The facts job: the LLM's narrative facts of a retained document, added beside its raw units.
+
+``retain(extract=True)`` commits every message as a raw unit and, in the same transaction, queues this job; the
+worker runs it (with the durable queue's leases and retries). It reads the stored document, asks the extractor
+for facts, and writes them under the same document id, each fact listing the raw units it cites
+(``Memory.cites``). Nothing raw is replaced: a rerun of the job replaces only the facts an earlier attempt wrote,
+a re-retain or forget of the document removes its facts with its messages, and a job whose document was stored
+again (another revision) or forgotten does nothing, because the newer retain queued its own.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from ..errors import ConflictError, EmptyExtractionError
+from ..models import Document, DocumentKind, Job, Memory, Message, RetainResult
+from ..stores.base import DocumentStore, UnitStore
+from ..text.inputs import document_input, normalise_messages
+from ..text.passages import message_sources, split_long_messages
+from .pipeline import RetainPipeline
+
+log = logging.getLogger(__name__)
+
+FACT_POSITION_BASE = 1 << 20
+"""Facts are ordered after every raw unit of their document, so a raw unit's neighbours are raw units."""
+
+_LABEL = "~{}"  # the prompt label of a message that has no id of its own (never stored as a source)
+
+
+class FactJobStore(DocumentStore, UnitStore, Protocol):
+    """What the facts job reads: the stored document and its raw units."""
+
+
+class FactJob:
+    """Job handler: extract a document's facts with the LLM and store them beside its raw units."""
+
+    def __init__(
+        self, store: FactJobStore, retainer: RetainPipeline, on_retained: Callable[[RetainResult], object]
+    ) -> None:
+        self.store = store
+        self.retainer = retainer
+        self.on_retained = on_retained
+
+    def run(self, job: Job) -> None:
+        """Add the facts of ``job.payload["document_id"]`` at ``payload["revision"]``, then queue its background
+        work when the retain asked for it. A failure is raised (the worker retries, then marks the job failed);
+        the raw units stay as they are."""
+        payload = job.payload
+        doc = self.store.get_document(job.bank_id, str(payload.get("document_id")))
+        if doc is None or doc.revision != payload.get("revision"):
+            return  # forgotten, or stored again: the newer retain queued its own facts job
+        result = self.add_facts(doc)
+        if result is not None and payload.get("background") and result.memories:
+            self.on_retained(result)
+
+    def add_facts(self, doc: Document) -> RetainResult | None:
+        """Extract and store the facts of ``doc``; None when a newer retain of it took over meanwhile."""
+        settings = self.retainer.settings
+        messages, _ = normalise_messages(document_input(doc), doc.timestamp, [], settings.max_document_chars)
+        # Cut as retain cut it: each passage of a long text is a raw unit, and a prompt window holds a few passages.
+        messages = split_long_messages(messages, settings.passage_chars, text=doc.kind == DocumentKind.TEXT)
+        labelled, index_of = _labelled(messages)
+        units = self.store.get_units(doc.bank_id, self.store.units_of_document(doc.bank_id, doc.id))
+        raw = [u for u in units if u.cites is None]
+        raw_of = _raw_unit_of_message(messages, raw, settings.raw_window)
+        try:
+            facts = self.retainer.extract_facts(doc, labelled)
+        except EmptyExtractionError:
+            facts = []  # greetings and small talk: the raw units hold all there is, and a retry would say the same
+        cites: list[list[str]] = []
+        for fact in facts:
+            indices = [index_of[s] for s in fact.sources if s in index_of]
+            cites.append(list(dict.fromkeys(raw_of[i] for i in indices if i in raw_of)))
+            fact.sources = _provenance(fact.sources, messages, index_of)
+            fact.position += FACT_POSITION_BASE
+        log.info("document %r of bank %s: %d facts from %d messages", doc.id, doc.bank_id, len(facts), len(messages))
+        try:
+            return self.retainer.store_facts(doc, facts, [], doc.options.get("metadata") or None,
+                                             revision=doc.revision, cites=cites)
+        except ConflictError:
+            return None
+
+
+def _labelled(messages: Sequence[Message]) -> tuple[list[Message], dict[str, int]]:
+    """The messages as the model sees them, each with an id it can cite (a private label where the caller gave
+    none), and which message each citable id names."""
+    labelled: list[Message] = []
+    index_of: dict[str, int] = {}
+    for i, m in enumerate(messages):
+        if m.id is None:
+            m = m.model_copy(update={"id": _LABEL.format(i + 1)})
+        index_of.setdefault(str(m.id), i)
+        labelled.append(m)
+    return labelled, index_of
+
+
+def _provenance(sources: Sequence[str], messages: Sequence[Message], index_of: dict[str, int]) -> list[str]:
+    """A fact's sources as a caller reads them: private labels dropped, a passage's label replaced by its
+    message id (if any) and character offsets."""
+    out: list[str] = []
+    for source in sources:
+        i = index_of.get(source)
+        if i is None:
+            out.append(source)
+        elif messages[i].id is not None:  # None: a private label, not an id the caller gave
+            out.extend(message_sources(messages[i]))
+    return list(dict.fromkeys(out))
+
+
+def _raw_unit_of_message(messages: Sequence[Message], raw: Sequence[Memory], window: int) -> dict[int, str]:
+    """Message index -> the raw unit holding it. The raw units are the document's messages (blank ones skipped)
+    in windows of ``window``, in order; if some were forgotten since, message ids are matched instead."""
+    kept = [i for i, m in enumerate(messages) if m.text.strip()]
+    windows = [kept[k : k + window] for k in range(0, len(kept), window)]
+    if len(windows) == len(raw):
+        return {i: unit.id for unit, group in zip(raw, windows, strict=True) for i in group}
+    by_id = {source: unit.id for unit in raw for source in unit.sources}
+    return {i: by_id[str(m.id)] for i, m in enumerate(messages) if m.id is not None and str(m.id) in by_id}
+
