@@ -20,7 +20,7 @@ from llama_index.core.memory.memory import BaseMemoryBlock
 from hindsight_core.bank import Bank
 from hindsight_core.errors import EmptyExtractionError
 from hindsight_core.models import Network, RetainResult
-from hindsight_core.tokens import count_tokens
+from hindsight_core.text.tokens import count_tokens
 
 from .convert import document_id_for, format_memories, latest_user_text, messages_to_retain
 
