@@ -179,8 +179,8 @@ class ServerProcess:
     """``python -m hindsight_core.mcp_server --http 127.0.0.1:0 ...``: its URL (read from its start-up line on
     stderr) and everything it wrote to stderr."""
 
-    def __init__(self, *options: str, env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(_server_command(*options, "--http", "127.0.0.1:0"), stdin=subprocess.DEVNULL,
+    def __init__(self, *options: str, env: dict[str, str] | None = None, http: str = "127.0.0.1:0") -> None:
+        self.proc = subprocess.Popen(_server_command(*options, "--http", http), stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      env={**os.environ, **(env or {})})
         self.lines: list[str] = []
@@ -312,6 +312,30 @@ async def test_http_with_a_fixed_bank(tmp_path: Path, stub_llm: StubLLM) -> None
     with Hindsight.open(path) as hs:  # the server closed the store: no lease of a dead process to take over
         assert hs.recovered["owners_released"] == 0 and hs.recovered["documents_resumed"] == 0
         assert hs.bank("other", create=False).document("plans").content == "the plans"
+
+
+@pytest.mark.parametrize("spelling", ["127.0.0.2", "LOCALHOST"])
+async def test_http_on_any_loopback_spelling_refuses_a_rebound_host_or_origin(tmp_path: Path, spelling: str) -> None:
+    """DNS rebinding: a page at evil.example that points its name at this address must not reach the tools, however
+    the loopback address was written on the command line (no token is needed on loopback)."""
+    server = ServerProcess("--path", str(tmp_path / "m"), "--bank", "emma", http=f"{spelling}:0")
+    hello = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+             "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "0"}}}
+    plain = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    try:
+        assert server.url is not None
+        port = server.url.rsplit(":", 1)[1].split("/")[0]
+        async with httpx2.AsyncClient(timeout=60) as http:
+            rebound = await http.post(server.url, json=hello, headers={**plain, "Host": f"evil.example:{port}"})
+            assert rebound.status_code == 421
+            foreign = await http.post(server.url, json=hello, headers={**plain, "Origin": "http://evil.example"})
+            assert foreign.status_code == 403
+            local = await http.post(server.url, json=hello,
+                                    headers={**plain, "Host": f"localhost:{port}", "Origin": f"http://localhost:{port}"})
+            assert local.status_code == 200, local.text
+    finally:
+        assert server.stop() == 0, server.stderr
 
 
 async def test_http_with_a_token_refuses_requests_without_it(tmp_path: Path) -> None:

@@ -21,6 +21,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+from ..cli.net import is_loopback
 
 MCP_PATH = "/mcp"
 """Where the streamable HTTP endpoint is mounted."""
@@ -65,6 +68,27 @@ class BearerTokenGuard:
         await self.app(scope, receive, send)
 
 
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+"""Host names a browser on this machine may use for a loopback server; any other name in ``Host`` or ``Origin``
+is a page that rebound its own name to this address."""
+
+
+def transport_security(host: str, port: int) -> TransportSecuritySettings:
+    """The SDK's DNS-rebinding settings, always explicit: on a loopback address (any spelling: ``127.0.0.2``,
+    ``LOCALHOST``, ``[::1]``), only loopback names with the served port in ``Host`` and ``Origin``; elsewhere none
+    (the bearer token guards a server on the network)."""
+    if not is_loopback(host):
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    given = host.strip().lower()
+    given = f"[{given.strip('[]')}]" if ":" in given else given
+    names = sorted({*LOOPBACK_NAMES, given})
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=[h for n in names for h in (n, f"{n}:{port}")],
+        allowed_origins=[f"{scheme}://{n}:{port}" for n in names for scheme in ("http", "https")],
+    )
+
+
 async def serve_stdio(server: MCPServer[Any]) -> None:
     """Serve one client on stdin/stdout until it closes stdin."""
     await server.run_stdio_async()
@@ -100,15 +124,16 @@ async def serve_http(server: MCPServer[Any], host: str, port: int, *,
                      token: str | None = None) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (Ctrl-C or SIGTERM).
 
-    ``announce`` is called with the endpoint's URL once the server accepts connections. On a loopback host the
-    SDK also refuses requests whose ``Host`` or ``Origin`` header names another site (DNS rebinding). With
-    ``token``, requests must carry ``Authorization: Bearer <token>``.
+    ``announce`` is called with the endpoint's URL once the server accepts connections. On a loopback host, however
+    it is spelled, requests whose ``Host`` or ``Origin`` header names another site are refused (DNS rebinding:
+    ``transport_security``). With ``token``, requests must carry ``Authorization: Bearer <token>``.
     """
     import uvicorn
 
     sock = bind(host, port)
     url = endpoint_url(sock)
-    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host)
+    app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
+                                          transport_security=transport_security(host, sock.getsockname()[1]))
     if token is not None:
         app = BearerTokenGuard(app, token)
     config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
