@@ -243,8 +243,8 @@ class Hindsight:
         profile = self.store.get_bank(bank_id)
         if profile is None:
             if not create:
-                known = [b.id for b in self.store.list_banks()][:20]
-                raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {known}")
+                # Other banks' ids are not named: this message reaches the callers of shared servers (MCP).
+                raise BankNotFoundError(f"no bank {bank_id!r} (hindsight stats lists the banks)")
             profile = self.store.create_bank(
                 BankProfile(id=bank_id, name=name or bank_id, background=background or "",
                             disposition=Disposition.model_validate(disposition or {}))

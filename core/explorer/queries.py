@@ -156,8 +156,8 @@ class Explorer:
     def bank(self, bank_id: str) -> Bank:
         """The bank, or ``BankNotFoundError`` (a bank deleted meanwhile is not found either)."""
         if not bank_id or self.store.get_bank(bank_id) is None:
-            known = [b.id for b in self.store.list_banks()][:20]
-            raise BankNotFoundError(f"no bank {bank_id!r}; known banks: {known}")
+            # Other banks' ids are not named: a caller of a shared server may not be entitled to know them.
+            raise BankNotFoundError(f"no bank {bank_id!r}")
         with self._lock:
             bank = self._banks.get(bank_id)
             if bank is None:  # Hindsight.bank checks the vector collection: once per bank is enough

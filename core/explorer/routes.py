@@ -26,6 +26,8 @@ from .queries import Explorer
 
 E = TypeVar("E", bound=StrEnum)
 MAX_BODY = 64 * 1024
+MAX_PAGE_NUMBER = 10**9
+"""The largest ``limit`` or ``offset`` a page takes: past it a store's integer columns could overflow."""
 
 
 class ForbiddenError(Exception):
@@ -69,10 +71,12 @@ def _int(request: Request, name: str, default: int) -> int:
     value = request.query_params.get(name)
     if value is None or value == "":
         return default
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidInputError(f"{name} must be a whole number, not {value!r}") from None
+    if len(value) > 12 or not value.lstrip("-").isdigit():
+        raise InvalidInputError(f"{name} must be a whole number of at most 12 digits, not {value[:20]!r}")
+    number = int(value)
+    if not 0 <= number <= MAX_PAGE_NUMBER:
+        raise InvalidInputError(f"{name} must be between 0 and {MAX_PAGE_NUMBER:,}, not {number}")
+    return number
 
 
 def _enum(kind: type[E], value: str | None, name: str) -> E | None:
@@ -91,11 +95,16 @@ def _page(request: Request, default: int = 50) -> dict[str, int]:
 async def _body(request: Request) -> dict[str, Any]:
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise UnsupportedMediaError("send the request body as JSON (Content-Type: application/json)")
-    raw = await request.body()
-    if len(raw) > MAX_BODY:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
         raise InvalidInputError(f"request body over {MAX_BODY} bytes")
+    raw = bytearray()
+    async for chunk in request.stream():  # read up to the limit and no further (a body may not declare its size)
+        raw += chunk
+        if len(raw) > MAX_BODY:
+            raise InvalidInputError(f"request body over {MAX_BODY} bytes")
     try:
-        data = json.loads(raw or b"{}")
+        data = json.loads(bytes(raw) or b"{}")
     except ValueError as exc:
         raise InvalidInputError(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
