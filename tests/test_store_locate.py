@@ -91,3 +91,25 @@ def test_one_bank_id_rule_everywhere(tmp_path: Path, bad: str) -> None:
         with pytest.raises(InvalidInputError):
             hs.import_bank(tmp_path / "none.jsonl", bank_id=bad)
     assert check_bank_id("x" * MAX_BANK_ID_CHARS) == "x" * MAX_BANK_ID_CHARS
+
+
+def test_stores_and_exports_are_private_and_links_are_not_followed(tmp_path: Path) -> None:
+    import os
+    import stat
+
+    old = os.umask(0o022)  # a loose umask: what is created must still be the owner's only
+    try:
+        with Hindsight.open(tmp_path / "m", start_worker=False) as hs:
+            hs.bank("b").retain("Ines keeps bees on the roof.", extract=False)
+            victim = tmp_path / "victim.txt"
+            victim.write_text("untouched")
+            target = tmp_path / "b.jsonl"
+            target.symlink_to(victim)  # planted where the export will go
+            hs.bank("b").export(target)
+    finally:
+        os.umask(old)
+    mode = lambda p: stat.S_IMODE(p.stat().st_mode)  # noqa: E731
+    assert mode(tmp_path / "m") == 0o700 and mode(tmp_path / "m" / "vectors") == 0o700
+    assert mode(tmp_path / "m" / "graph.sqlite") == 0o600
+    assert victim.read_text() == "untouched"
+    assert not target.is_symlink() and mode(target) == 0o600

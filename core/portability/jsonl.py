@@ -14,6 +14,7 @@ import gzip
 import hashlib
 import json
 import os
+import secrets
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -93,9 +94,12 @@ def _write_lines(out: _Sink, archive: BankArchive) -> None:
 def write_archive(archive: BankArchive, path: str | Path) -> int:
     """Write ``archive`` to ``path`` (gzip when it ends in ``.gz``); returns the bytes written (compressed size)."""
     target = check_file_name(path)
-    partial = target.with_name(f".{target.name}.partial-{os.getpid()}")
+    partial = target.with_name(f".{target.name}.partial-{os.getpid()}-{secrets.token_hex(8)}")
     try:
-        with open(partial, "wb") as raw:
+        # Created here or not at all (O_EXCL: a link planted at the name is not followed), readable by the owner
+        # only: a bank file holds everything the bank remembers.
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+        with os.fdopen(fd, "wb") as raw:
             if target.name.endswith(".gz"):
                 # mtime=0: the same bank exports to the same bytes.
                 with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as out:
@@ -105,6 +109,8 @@ def write_archive(archive: BankArchive, path: str | Path) -> int:
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(partial, target)
+    except FileExistsError as exc:
+        raise ArchiveIOError(f"cannot write bank file {str(path)[:200]}: {partial.name} already exists") from exc
     except OSError as exc:
         with contextlib.suppress(OSError):
             partial.unlink()

@@ -7,6 +7,7 @@ with one error type, ``StoreLocationError``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -114,7 +115,10 @@ def open_index(vectors: VectorIndex | str | None, root: Path | None) -> VectorIn
         vectors = (f"http://{os.environ.get('CHROMA_HOST', '127.0.0.1')}:"
                    f"{os.environ.get('CHROMA_PORT', str(DEFAULT_CHROMA_PORT))}")
     if vectors is None:
-        return ChromaVectorIndex.persistent(root / "vectors") if root is not None else ChromaVectorIndex.ephemeral()
+        if root is None:
+            return ChromaVectorIndex.ephemeral()
+        private_dir(root)
+        return ChromaVectorIndex.persistent(private_dir(root / "vectors"))
     if vectors == "memory":
         return ChromaVectorIndex.ephemeral()
     if vectors.startswith(("http://", "https://")):
@@ -141,5 +145,25 @@ def open_graph(
     from .sqlite import SQLiteGraphStore
 
     if graph is None:
-        return SQLiteGraphStore(root / GRAPH_FILE if root is not None else ":memory:")
-    return SQLiteGraphStore(graph)
+        if root is None:
+            return SQLiteGraphStore(":memory:")
+        return SQLiteGraphStore(private_file(private_dir(root) / GRAPH_FILE))
+    return SQLiteGraphStore(private_file(Path(graph)) if graph != ":memory:" else graph)
+
+
+def private_dir(path: Path) -> Path:
+    """``path``, created readable by its owner only (0700) when it does not exist yet; an existing folder keeps
+    the mode its owner gave it. A memory store holds everything its banks remember."""
+    if not path.exists():
+        path.mkdir(parents=True, mode=0o700, exist_ok=True)
+    return path
+
+
+def private_file(path: Path) -> Path:
+    """``path``, created empty and readable by its owner only (0600) when it does not exist yet, so that SQLite
+    (which gives its journal files the database's mode) never makes it world-readable under a loose umask."""
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):  # another process created it meanwhile: theirs stands
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600))
+    return path
