@@ -118,7 +118,9 @@ _SURROGATES = re.compile(r"[\ud800-\udfff]")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-def _identifier(value: str) -> str:
+def check_identifier(value: str) -> str:
+    """An id as every public method takes it (non-empty, printable, valid unicode, at most ``MAX_ID_CHARS``), or
+    ``ValueError`` naming the rule broken."""
     if not value:
         raise ValueError("must not be empty")
     if len(value) > MAX_ID_CHARS:
@@ -149,7 +151,18 @@ def check_bank_id(value: object) -> str:
     return value
 
 
-Identifier = Annotated[str, AfterValidator(_identifier)]
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def check_printable(value: str) -> str:
+    """``value``, or ``ValueError`` when it holds control characters other than tab and line breaks (a NUL, a
+    terminal escape) or lone surrogates: what retain would have replaced can only come from elsewhere."""
+    if _SURROGATES.search(value) or _UNPRINTABLE.search(value):
+        raise ValueError("contains control characters (other than tab and line breaks) or invalid unicode")
+    return value
+
+
+Identifier = Annotated[str, AfterValidator(check_identifier)]
 """An id (memory, document, opinion, bank): non-empty, printable, valid unicode, at most 1000 characters."""
 BankId = Annotated[str, AfterValidator(check_bank_id)]
 """A bank id as every public entry point takes it (see ``check_bank_id``)."""

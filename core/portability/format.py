@@ -17,8 +17,9 @@ from importlib import metadata
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
+from ..config import Settings
 from ..models import (
     Disposition,
     DocumentKind,
@@ -28,6 +29,18 @@ from ..models import (
     Network,
     OpinionEvent,
 )
+from ..validation import check_bank_id, check_identifier, check_printable
+
+MAX_TEXT_CHARS = Settings.model_fields["max_document_chars"].default
+"""The longest text a record may carry: what retain accepts as one document."""
+
+RecordId = Annotated[str, AfterValidator(check_identifier)]
+"""An id in a bank file: the rule every id of the public API follows (``validation.Identifier``)."""
+RecordBankId = Annotated[str, AfterValidator(check_bank_id)]
+"""A bank id in a bank file (``validation.BankId``)."""
+RecordText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(check_printable)]
+"""Text in a bank file: at most what retain takes, and no control characters (a NUL or a terminal escape planted
+in a file must not reach a terminal through ``hindsight recall``)."""
 
 FORMAT_NAME = "hindsight-bank"
 FORMAT_VERSION = 1
@@ -65,7 +78,7 @@ class HeaderRecord(_Record):
     version: int = Field(ge=1)
     created_at: datetime
     generator: str
-    bank_id: str
+    bank_id: RecordBankId
     embedder: EmbedderInfo
     vectors: bool = Field(description="whether unit records carry their vectors")
     counts: dict[str, int] = Field(description="records per kind (bank, document, entity, unit, link, "
@@ -77,9 +90,9 @@ class BankRecord(_Record):
     """The bank profile (paper 5.1): name, first-person background, disposition."""
 
     record: Literal["bank"] = "bank"
-    id: str
-    name: str
-    background: str
+    id: RecordBankId
+    name: RecordText
+    background: RecordText
     disposition: Disposition
     created_at: datetime
 
@@ -89,9 +102,9 @@ class DocumentRecord(_Record):
     process state of the store it came from (owner lease, background job)."""
 
     record: Literal["document"] = "document"
-    id: str
-    content: str
-    context: str | None
+    id: RecordId
+    content: RecordText
+    context: RecordText | None
     timestamp: datetime | None
     status: DocumentStatus
     error: str | None
@@ -107,10 +120,10 @@ class EntityRecord(_Record):
     """A canonical entity; ``mention_count`` is informational (the importing store recounts it)."""
 
     record: Literal["entity"] = "entity"
-    id: str
-    name: str
+    id: RecordId
+    name: RecordText
     type: EntityType
-    aliases: list[str]
+    aliases: list[RecordText]
     mention_count: int = Field(ge=0)
     first_seen: datetime | None
     last_seen: datetime | None
@@ -122,18 +135,18 @@ class UnitRecord(_Record):
     (each unit's neighbours) and the reply context of embedded text are derived from that order."""
 
     record: Literal["unit"] = "unit"
-    id: str
-    text: str
+    id: RecordId
+    text: RecordText
     network: Network
     occurred_start: datetime | None
     occurred_end: datetime | None
     mentioned_at: datetime | None
     confidence: float | None = Field(ge=0.0, le=1.0)
-    sources: list[str]
-    document_id: str | None
+    sources: list[RecordText]
+    document_id: RecordId | None
     metadata: dict[str, Any]
     created_at: datetime
-    entities: list[str]
+    entities: list[RecordId]
     vector: str | None = Field(None, description="base64 of little-endian float32, only in files with vectors")
 
 
@@ -141,8 +154,8 @@ class LinkRecord(_Record):
     """A directed, weighted link between two units (entity links go through entity records, not here)."""
 
     record: Literal["link"] = "link"
-    source_id: str
-    target_id: str
+    source_id: RecordId
+    target_id: RecordId
     type: LinkType
     weight: float = Field(ge=0.0, le=1.0)
 
@@ -174,7 +187,7 @@ class OpinionHistoryRecord(_Record):
     opinion once: a later retry of the same evidence stays a no-op after import)."""
 
     record: Literal["opinion_history"] = "opinion_history"
-    opinion_id: str
+    opinion_id: RecordId
     events: list[EventRecord]
     applied_evidence: list[str]
 

@@ -29,6 +29,7 @@ from .errors import ArchiveError, ArchiveIOError
 from .format import (
     FORMAT_NAME,
     FORMAT_VERSION,
+    MAX_TEXT_CHARS,
     RECORD,
     BankRecord,
     DocumentRecord,
@@ -134,6 +135,33 @@ def _open_read(path: Path) -> Iterator[Iterable[bytes]]:
             yield unzipped
 
 
+MAX_LINE_BYTES = 16 * MAX_TEXT_CHARS
+"""The longest line read: a record of the longest text retain takes, every character escaped (``\\uXXXX``
+is six bytes) with room for its other fields. Memory per line is bounded by this, whatever the file says."""
+MAX_FILE_BYTES = 8 * 1024**3
+"""The most (decompressed) bytes a bank file is read for: a small ``.gz`` cannot inflate without end."""
+
+
+def _bounded_lines(f: Any, path: str) -> Iterator[bytes]:
+    """The lines of ``f``, each read to at most ``MAX_LINE_BYTES`` (a longer one is an ``ArchiveError`` before it is
+    held whole), the file to at most ``MAX_FILE_BYTES``."""
+    total = 0
+    number = 0
+    while True:
+        line = f.readline(MAX_LINE_BYTES + 1)
+        if not line:
+            return
+        number += 1
+        total += len(line)
+        if len(line) > MAX_LINE_BYTES:
+            raise ArchiveError(f"is longer than {MAX_LINE_BYTES:,} bytes: no record is that large", line=number,
+                               path=path)
+        if total > MAX_FILE_BYTES:
+            raise ArchiveError(f"the file holds more than {MAX_FILE_BYTES:,} bytes (decompressed): not a bank file "
+                               "this library wrote", line=number, path=path)
+        yield line
+
+
 def _describe(exc: ValidationError) -> str:
     """The first schema problem of a line, in words."""
     err = exc.errors()[0]
@@ -149,6 +177,8 @@ def _header(line: bytes, path: str) -> HeaderRecord:
     """Line 1, checked for the format and its version before its schema (a newer file says so plainly)."""
     try:
         data: Any = json.loads(line)
+    except RecursionError:
+        raise ArchiveError("is nested too deeply to be a header", line=1, path=path) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ArchiveError(f"is not valid JSON, so this is not a {FORMAT_NAME} file: {exc}", line=1, path=path) \
             from None
@@ -181,7 +211,7 @@ def read_archive(path: str | Path) -> BankArchive:
     number = 0
     try:
         with _open_read(p) as f:
-            for number, line in enumerate(f, start=1):
+            for number, line in enumerate(_bounded_lines(f, name), start=1):
                 if end is not None:
                     raise ArchiveError("follows the end record: the file was altered", line=number, path=name)
                 if not line.endswith(b"\n"):
@@ -194,6 +224,8 @@ def read_archive(path: str | Path) -> BankArchive:
                     record = RECORD.validate_json(line)
                 except ValidationError as exc:
                     raise ArchiveError(_describe(exc), line=number, path=name) from None
+                except RecursionError:
+                    raise ArchiveError("is nested too deeply to be a record", line=number, path=name) from None
                 if isinstance(record, EndRecord):
                     end = record
                     continue
