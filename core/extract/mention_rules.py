@@ -9,11 +9,17 @@ These rules work on the model's spans with the surrounding tokens:
   break is cut at it.
 * **Is it a name**: dropped when made only of chat words, time words or terms of address
   (``data/not_names.json``); when no word is capitalised (unless it is a known name: a speaker or a name seen
-  capitalised in the same call); when it follows a quantity or unit (a recipe line); and when it stands at
+  capitalised in the same call); when it follows a quantity or unit (a recipe line); when it stands at
   the start of a sentence, line or list item and every word of it is a common lower-case English word
-  (``common_words``) that the call never shows as a name elsewhere ("Pottery is fun", "Chocolate Chips then").
-* **Type**: cue words say person ("my dog Pepper", "her name is", "a guy called", titles), place ("on
-  Gloucester Road", "in Porto") or organisation ("Greenline Studio"); speakers are persons; per call the
+  (``common_words``) that the call never shows as a name elsewhere ("Pottery is fun", "Chocolate Chips then"),
+  or a plain dictionary word the model did not label ("Slugs ate it", "Lasagne ok?"); and, away from a
+  sentence start, when it is one common word capitalised for emphasis ("have Football after") or one plain
+  dictionary word that the model did not label or that follows a determiner ("try Watercolour", "her
+  Dahlias"). A cue ("my dog Pepper") or another mention of the name in the call keeps it.
+* **Type**: cue words say person ("my dog Pepper", "her name is", "a guy called", titles, "Becca's wedding"),
+  place ("on Gloucester Road", "in Porto", a country, major city or region of ``data/places.json``),
+  organisation ("Greenline Studio", "an interview at Monzo") or event ("Bristol Half Marathon": CONCEPT);
+  nationality and language words ("Thai", "Portuguese") are CONCEPT; speakers are persons; per call the
   cue-backed type, else the model's most frequent one, wins for every mention of a name.
 
 Named animals are typed PERSON: the types have no animal, and like people they are named individuals.
@@ -29,19 +35,23 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..models import EntityType
-from ..names import normalise_name, short_form_relatives
-from .common_words import is_common_word, is_proper_word
+from ..text.names import normalise_name, short_form_relatives
+from .common_words import in_dictionary, is_common_word, is_dictionary_name, is_plain_word, is_proper_word
 
-__all__ = ["BULLET", "PERSON_TITLES", "SENTENCE_END", "Candidate", "clean_tokens", "cue_type", "drop_reason",
-           "not_name_words"]
+__all__ = ["BULLET", "IMPERATIVES", "PERSON_TITLES", "SENTENCE_END", "Candidate", "clean_tokens", "cue_type",
+           "drop_reason", "lower_case_name", "nationality_words", "not_name_words", "place_names"]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "not_names.json"
+_PLACES = Path(__file__).resolve().parent.parent / "data" / "places.json"
 # Words stripped from either end of a span ("Congrats Mel", "ya, Melanie", "Zara btw"); terms of address are
 # not stripped ("Uncle Ray" is a name) and only drop a mention made of them alone ("Mum").
 _STRIP_KINDS = ("interjections", "chat_spellings", "discourse", "time_words", "generic")
 BULLET = re.compile(r"^(?:[-*•·‣◦▪–—>]+|\d{1,3}[.)]|[a-z][.)])$")
 _EDGE_PUNCT = "'\"“”‘’`.,;:!?()[]{}<>«»…-–—•*/\\|~_ \t\r\n"
 _POSSESSIVE = frozenset({"'s", "’s", "'", "’"})
+_CONTRACTIONS = frozenset({"'m", "'ll", "'ve", "'d", "'re", "n't", "’m", "’ll", "’ve", "’d", "’re", "n’t"})
+# Laughter and drawn-out letters: "Ahhahha", "hehehe", "Lolll", "lmaooo", "Mmm", "xD".
+_LAUGHTER = re.compile(r"^(?:[ah]*h[ah]*a[ah]*|[eh]*h[eh]*e[eh]*|l+o+l+[lo]*|l+m+f*a+o+|m{2,}|x+d+|j[ja]*a[ja]*)$")
 SENTENCE_END = frozenset({".", "!", "?", "…", ":", ";", "!!", "??", "?!", "!?", "...", "\"", "(", ")"})
 _UNITS = frozenset(
     """cup cups tsp tbsp teaspoon teaspoons tablespoon tablespoons g kg mg ml l litre litres liter liters oz lb
@@ -64,19 +74,43 @@ _PLACE_SUFFIXES = frozenset(
     """road rd street st lane ln avenue ave park square sq hill bridge close drive crescent terrace gardens
     common green croft way place row mews walk quay wharf beach bay island lake river valley mountain mount
     heath moor falls forest wood woods field fields station airport village town city county lido
-    estate""".split()
+    estate barn farm manor castle abbey cathedral chapel palace tower towers cottage lodge pier harbour harbor
+    marina docks canal reservoir gorge glen cove""".split()
 )
 _ORG_SUFFIXES = frozenset(
     """inc ltd llc plc co corp company studio studios labs lab bank school university college academy
     cafe café bakery bar pub restaurant bistro kitchen books bookshop vets vet dental clinic hospital
     centre center club group stores store shop market foundation trust council agency games records press
-    gym fc united""".split()
+    gym fc united diner grill deli pizzeria tavern inn brewery salon barbers florist florists boutique pharmacy
+    chemist opticians motors repairs""".split()
 )
-# A person does these ("Tunde swears by Hoka", "Nadia makes a mean one").
+# The last word of an event's name ("Bristol Half Marathon", "Chelsea Flower Show").
+_EVENT_SUFFIXES = frozenset(
+    """marathon festival fest fete fête show fair carnival parade gala concert tournament championship
+    championships olympics cup expo conference summit triathlon awards ceremony jubilee""".split()
+)
+# A person does these ("Tunde swears by Hoka", "Nadia makes a mean one"); "is" and "was" say nothing
+# ("Marylebone is easier").
 _PERSON_VERBS = frozenset(
     """says said say thinks thought loves loved likes liked wants wanted swears swore asked asks told tells texted
-    messaged called calls knows knew feels felt makes made cooks cooked is was lives lived works worked
+    messaged called calls knows knew feels felt makes made cooks cooked lives lived works worked
     reckons agrees agreed laughed cried smiled hates hated misses missed""".split()
+)
+# What a person has ("Becca's wedding", "Dan's mum"): a name before "'s" and one of these is a person.
+_PERSON_POSSESSIONS = _PERSON_CUES | frozenset(
+    """wedding birthday funeral party hen stag baby family parents kids children husband wife mum mom dad
+    nan grandma grandpa gran auntie uncle phone number car flat house place face eyes ears nose hair paws paw
+    tail fur legs hands feet voice birthday vet vets collar lead bowl toys owner""".split()
+)
+# A determiner before a capitalised plain word makes it a noun ("her Dahlias", "my Lettuce"); "the" does not
+# ("the Fender", "the Arnolfini").
+_DETERMINERS = frozenset(
+    """a an my your his her its our their some any this that these those every each no another""".split()
+)
+# Verbs that open a chat sentence before a name ("Tell Tobi thanks", "Ask Priya"): never part of the name.
+IMPERATIVES = frozenset(
+    """tell ask thank text call ring message email ping invite meet give bring take send wish remind kiss hug
+    tag let get see visit phone download add follow check try watch join dm order grab buy use congratulate""".split()
 )
 # "in Porto", "near Leeds": a place unless the name is known as a person.
 _PLACE_PREPOSITIONS = frozenset({"in", "near", "around", "across", "outside", "visiting", "visit", "toward",
@@ -94,6 +128,24 @@ def not_name_words() -> dict[str, frozenset[str]]:
 
 
 @lru_cache(maxsize=1)
+def _places() -> dict[str, frozenset[str]]:
+    data = json.loads(_PLACES.read_text(encoding="utf-8"))
+    return {k: frozenset(normalise_name(n) for n in v) for k, v in data.items() if not k.startswith("_")}
+
+
+@lru_cache(maxsize=1)
+def place_names() -> frozenset[str]:
+    """Keys of the countries, US states, continents, regions and major cities of ``data/places.json``."""
+    places = _places()
+    return frozenset().union(*(v for k, v in places.items() if k != "nationalities"))
+
+
+def nationality_words() -> frozenset[str]:
+    """Keys of the nationality, language and faith words of ``data/places.json`` ("thai", "sri lankan")."""
+    return _places()["nationalities"]
+
+
+@lru_cache(maxsize=1)
 def _strippable() -> frozenset[str]:
     words = not_name_words()
     return frozenset().union(*(words[k] for k in _STRIP_KINDS))
@@ -102,6 +154,44 @@ def _strippable() -> frozenset[str]:
 @lru_cache(maxsize=1)
 def _never_alone() -> frozenset[str]:
     return frozenset().union(*not_name_words().values())
+
+
+def _drawn_out(word: str) -> list[str]:
+    """``word`` (lower case) with letters written three or more times cut to one and to two ("yesss" ->
+    "yes", "sooo" -> "so", "omggg" -> "omg", "cooool" -> "col", "cool")."""
+    if not re.search(r"(.)\1\1", word):
+        return []
+    return [re.sub(r"(.)\1{2,}", r"\1", word), re.sub(r"(.)\1{2,}", r"\1\1", word)]
+
+
+# Words that take a glued "'s" of "is" or "us" in chat ("It's", "Let`s", "What's"): no name is written so.
+_S_CONTRACTED = frozenset(
+    """it that what let there here who where how he she everyone everything nothing something""".split()
+)
+_APOSTROPHES = str.maketrans({"’": "'", "`": "'", "´": "'", "‘": "'"})
+
+
+def _chat_word(word: str, words: frozenset[str]) -> bool:
+    """Whether ``word`` (any case) is one of ``words``, drawn out or not, a contraction of a common word
+    ("I`m", "It's", "We've"), a dropped g ("Rockin", "Startin") or laughter ("Ahhahha")."""
+    low = word.casefold().translate(_APOSTROPHES).strip(_EDGE_PUNCT)
+    if not low:
+        return False
+    if low in words or word.casefold() in words:
+        return True
+    if "'" in low:
+        if low.replace("'", "") in words:  # "I'm", "that's": the chat list has them without the apostrophe
+            return True
+        base, _, tail = low.partition("'")
+        if tail in ("m", "re", "ve", "ll", "d", "t") and (is_common_word(base) or base in words):
+            return True
+        if tail == "s" and base in _S_CONTRACTED:
+            return True
+    if len(low) >= 4 and low.isalpha() and _LAUGHTER.match(low):
+        return True
+    if len(low) >= 5 and low.endswith("in") and low.isalpha() and is_common_word(low + "g"):
+        return True  # "Rockin", "Startin", "Nothin"
+    return any(w in words or is_common_word(w) for w in _drawn_out(low))
 
 
 @dataclass
@@ -114,6 +204,9 @@ class Candidate:
     initial: bool  # first word of a sentence, line or list item
     before: list[str]  # the (up to) three lower-cased words before it, nearest last
     after: list[str] = field(default_factory=list)  # the (up to) two lower-cased words after it
+    lower_name: bool = False  # a name written in lower case in an all-lower-case message ("w ollie")
+    title: bool = False  # a double-quoted title-case name: a work ("The Lord of the Rings")
+    opened: bool = False  # a sentence starts with the chat words cleaned off it ("Good Luck" -> "Luck")
 
     @property
     def name(self) -> str:
@@ -135,12 +228,13 @@ def _is_noise(word: str) -> bool:
     return not any(c.isalnum() for c in word) or bool(BULLET.match(word))
 
 
-def clean_tokens(tokens: Sequence[str], start: int) -> tuple[list[str], int]:
+def clean_tokens(tokens: Sequence[str], start: int, chat: bool = True) -> tuple[list[str], int]:
     """Strip a span's bullets, punctuation, articles, possessives and chat words from both ends.
 
     ``tokens`` are the span's token texts (whitespace tokens included); returns the kept words and the
     offset of the first one within ``tokens`` (relative to ``start``'s caller). A span across a line break is
-    cut at the first break that follows a word.
+    cut at the first break that follows a word. With ``chat`` false (a quoted title: "The Lord of the Rings")
+    words are kept whatever they are.
     """
     words: list[str] = []
     first = -1
@@ -154,14 +248,15 @@ def clean_tokens(tokens: Sequence[str], start: int) -> tuple[list[str], int]:
         if first < 0:
             first = i
         words.append(tok)
-    strip = _strippable()
+    strip = _strippable() if chat else frozenset()
     lead = 0
-    while lead < len(words) and (_is_noise(words[lead]) or words[lead] in _POSSESSIVE or words[lead].casefold() in strip
-                                 or words[lead].casefold().strip(_EDGE_PUNCT) in strip):
+    while lead < len(words) and (_is_noise(words[lead]) or words[lead] in _POSSESSIVE
+                                 or words[lead] in _CONTRACTIONS or _chat_word(words[lead], strip)):
         lead += 1
     words = words[lead:]
     first = first + lead if first >= 0 else 0
-    while words and (_is_noise(words[-1]) or words[-1] in _POSSESSIVE or words[-1].casefold() in strip):
+    while words and (_is_noise(words[-1]) or words[-1] in _POSSESSIVE or words[-1] in _CONTRACTIONS
+                     or _chat_word(words[-1], strip)):
         words.pop()
     words = [w.strip(_EDGE_PUNCT) if i in (0, len(words) - 1) else w for i, w in enumerate(words)]
     words = [w for w in words if w]
@@ -174,31 +269,78 @@ def _capitalised(word: str) -> bool:
     return word[:1].isupper() or word[:1].isdigit()
 
 
-def drop_reason(c: Candidate, known: set[str], key: str) -> str | None:
+def lower_case_name(word: str) -> EntityType | None:
+    """The type of a word that is a name even in lower case, in a message written all in lower case: a given
+    name of the nickname tables ("ollie", "jess") or a place of ``data/places.json`` ("brighton", "london")
+    that is not also an English word or a chat word; None otherwise (not "josh", "mike", "bday")."""
+    if len(word) < 4 or not word.isalpha() or not word.islower() or in_dictionary(word) or is_common_word(word):
+        return None
+    if _chat_word(word, _never_alone()):
+        return None
+    if short_form_relatives(word):
+        return EntityType.PERSON
+    if word in place_names():
+        return EntityType.LOCATION
+    return None
+
+
+def drop_reason(c: Candidate, known: set[str], key: str, recurring: frozenset[str] = frozenset()) -> str | None:
     """Why a candidate is not a name, or None to keep it. ``known``: keys of names known in this call
-    (speakers, and names seen capitalised away from a sentence start); ``key`` is the candidate's key."""
+    (speakers, and names seen capitalised away from a sentence start); ``key`` is the candidate's key;
+    ``recurring``: keys the call writes capitalised more than once."""
     if not c.words:
         return "empty"
     lowered = [w.casefold() for w in c.words]
-    if all(w in _never_alone() or not any(ch.isalpha() for ch in w) for w in lowered):
+    never = _never_alone()
+    if all(w in never or not any(ch.isalpha() for ch in w) or _chat_word(w, never) for w in lowered):
         return "chat, time or address word"
     if key in known:
         return None
-    if not any(_capitalised(w) for w in c.words):
+    if not c.lower_name and not any(_capitalised(w) for w in c.words):
         return "not capitalised"
     if c.before and (c.before[-1] in _UNITS or c.before[-1].replace(".", "").isdigit()):
         return "after a quantity"
     alpha = [w for w in c.words if any(ch.isalpha() for ch in w)]
-    if c.initial and all(is_common_word(w.casefold()) for w in alpha):
+    folded = [w.casefold() for w in alpha]
+    # The model's "Aria Rose", "Will Smith", "Spider-Man" are names: several words, all capitalised, one of them a
+    # given name or a name that is not a common word, or joined by a hyphen (not "Sprint Review", "Quick Q").
+    named = c.etype is not None and len(alpha) > 1 and all(w[:1].isupper() for w in alpha) and ("-" in c.words or any(
+        len(w) > 2 and (short_form_relatives(w) or (is_dictionary_name(w) and not is_common_word(w))) for w in folded))
+    if c.opened and len(alpha) == 1 and (is_common_word(folded[0]) or is_plain_word(folded[0], rare=True)) and (
+        not is_dictionary_name(folded[0])
+    ):
+        return "common word after a greeting"  # "Good Luck on Monday", "Happy Birthday": not "Thanks Will"
+    if c.initial and not named and all(is_common_word(w) for w in folded):
         return "common word at a sentence start"
-    if len(alpha) == 1 and is_common_word(alpha[0].casefold()) and (
+    if c.initial and not named and all(is_common_word(w) or is_plain_word(w, rare=True) for w in folded):
+        return "dictionary word at a sentence start"  # "Slugs ate my lettuce", "Lasagne ok?", "Netball was fun"
+    cued = bool(c.before) and c.before[-1] in _PERSON_CUES
+    determined = bool(c.before) and c.before[-1] in _DETERMINERS
+    singled = (bool(c.before) and c.before[-1] == "the") or key in recurring
+    if len(alpha) == 1 and is_common_word(folded[0]) and (
         c.etype is None or alpha[0].isupper() or not is_proper_word(alpha[0])
-    ) and not (c.before and c.before[-1] in _PERSON_CUES):
+        or (determined and not is_dictionary_name(folded[0]))
+    ) and not cued:
         # "have Football after", "my Lettuce", "TICKETS": a common word capitalised for emphasis; a name
-        # that is also a word ("my dog Pepper") comes with a cue, or is a name elsewhere in the call.
+        # that is also a word ("my dog Pepper") comes with a cue, or is a name elsewhere in the call; the
+        # model's label on a word often written capitalised keeps it ("the Garage", "Panda", "Switch").
         return "common word capitalised"
+    if len(alpha) == 1 and is_plain_word(folded[0]) and not is_proper_word(alpha[0]) and not cued and (
+        c.etype is None or determined or not singled
+    ):
+        # "try Watercolour next", "her Dahlias won": a rarer noun. The model's label keeps one the call names
+        # again ("bring Biscuit" ... "Biscuit's collar") or that "the" singles out ("fix the Fender").
+        return "dictionary word capitalised"
     if c.etype is None and len(alpha) == 1 and alpha[0].casefold().endswith("ing"):
         return "activity"  # "Swimming at the lido", "Painting is his life"
+    if c.etype == EntityType.PERSON and len(alpha) == 1 and len(folded[0]) > 5 and folded[0].endswith("ing") and (
+        in_dictionary(folded[0]) or is_common_word(folded[0])
+    ) and not is_dictionary_name(folded[0]) and not cued:
+        return "activity"  # "Kickboxing is a perfect way to de-stress": the model's person
+    if len(alpha) > 1 and all(w.isupper() for w in alpha) and all(is_common_word(w) for w in folded):
+        return "shouted words"  # "YES PLEASE", "JUST DOING IT"
+    if c.etype is None and len(alpha) > 1 and determined and all(is_common_word(w) or is_plain_word(w) for w in folded):
+        return "capitalised words after a determiner"  # "get me a Flat White", "my Leg Day"
     return None
 
 
@@ -206,6 +348,8 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
     """The type the context says, or None when only the model's label is to go on."""
     if key in speakers:
         return EntityType.PERSON
+    if c.title:
+        return EntityType.PRODUCT  # a quoted "Lord of the Rings" is a work, whatever its words say
     lowered = [w.casefold().strip(".") for w in c.words]
     if len(lowered) > 1 and lowered[0] in PERSON_TITLES:
         return EntityType.PERSON
@@ -214,19 +358,43 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
         return EntityType.PERSON
     if len(before) >= 2 and before[-2:] in (["name", "is"], ["name", "'s"], ["named", "as"]):
         return EntityType.PERSON
-    if c.after and c.after[0] in _PERSON_VERBS and c.etype != EntityType.LOCATION:
-        return EntityType.PERSON
-    if len(lowered) == 1 and c.etype not in (EntityType.LOCATION, EntityType.PERSON) and short_form_relatives(
-        normalise_name(lowered[0])
-    ):
-        return EntityType.PERSON  # a given name of the nickname tables ("Freddie"), not a company
+    after = c.after
+    if len(after) >= 2 and after[0] in _POSSESSIVE and after[1] in _PERSON_POSSESSIONS:
+        return EntityType.PERSON  # "Becca's wedding", "Dan's mum", "Pepper's ears"
+    if after[:2] in (["and", "i"], ["and", "me"]) or before[-2:] in (["looking", "after"], ["look", "after"],
+                                                                     ["looked", "after"], ["looks", "after"]):
+        return EntityType.PERSON  # "Pepper and I", "looking after Pepper": someone, not something
+    # The name's own last word: "Fenwick Lane", "Halcyon Labs", "Manchester Marathon".
+    if len(lowered) > 1 and lowered[-1] in _EVENT_SUFFIXES:
+        return EntityType.CONCEPT
     if len(lowered) > 1 and lowered[-1] in _PLACE_SUFFIXES:
         return EntityType.LOCATION
     if len(lowered) > 1 and lowered[-1] in _ORG_SUFFIXES:
         return EntityType.ORGANIZATION
+    if key in nationality_words():
+        return EntityType.CONCEPT  # "Thai", "Portuguese": a people or a language, never a person
     given = bool(short_form_relatives(normalise_name(lowered[0])))  # "near Ed Sheeran's flat": a person
+    if given and after and after[0] in _PERSON_VERBS:
+        return EntityType.PERSON  # "Florence says hi": a given name that does what people do
+    if key in place_names() and not (given and c.etype == EntityType.PERSON) and not (
+        len(lowered) == 1 and in_dictionary(lowered[0])
+    ):  # "Glasgow", "Portugal", "Somerset"; not "Florence" when the model reads a person, nor "Reading"
+        return EntityType.LOCATION
+    if after and after[0] in _PERSON_VERBS and c.etype != EntityType.LOCATION:
+        return EntityType.PERSON
+    if len(lowered) == 1 and c.etype not in (EntityType.LOCATION, EntityType.PERSON) and given:
+        return EntityType.PERSON  # a given name of the nickname tables ("Freddie"), not a company
     placed = bool(before) and (before[-1] in _PLACE_PREPOSITIONS or (
         before[-1] == "to" and len(before) >= 2 and before[-2] in _MOTION))
     if c.etype in (EntityType.PERSON, EntityType.ORGANIZATION, None) and placed and not given:
         return EntityType.LOCATION
+    if after and after[0] in _ORG_SUFFIXES and after[0] not in ("co", "group") and not given:
+        return EntityType.ORGANIZATION  # "the Old Vic pub", "Foyles cafe", "the Livraria Lello bookshop"
+    if after and after[0] == "near" and not given:
+        return EntityType.LOCATION  # "Headingley, near the cricket ground"
+    at = before[-2:] == ["at", "the"] or (bool(before) and before[-1] == "at")
+    if at and c.etype != EntityType.PERSON and not given and not (after and after[0] in _POSSESSIVE):
+        # "an interview at Monzo", "drinks at Nightjar", "born at the Royal Berkshire": a named venue that is
+        # not a known place (those matched above) is most often a business or institution; "at Maisie's" is not.
+        return EntityType.ORGANIZATION
     return None

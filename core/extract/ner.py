@@ -7,20 +7,23 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 from ..models import EntityType
-from ..names import normalise_name
+from ..text.names import normalise_name, short_form_relatives
 from .base import ExtractedEntity
-from .common_words import is_common_word, is_proper_word
+from .common_words import is_common_word
 from .mention_rules import (
     BULLET,
+    IMPERATIVES,
     PERSON_TITLES,
     SENTENCE_END,
     Candidate,
     clean_tokens,
     cue_type,
     drop_reason,
+    lower_case_name,
     not_name_words,
 )
 
@@ -41,6 +44,12 @@ _LABELS: dict[str, EntityType] = {
     "LAW": EntityType.CONCEPT,
     "LANGUAGE": EntityType.CONCEPT,
 }
+try:  # spaCy's English stop words (a plain list; no model needed)
+    from spacy.lang.en.stop_words import STOP_WORDS as _SPACY_STOP_WORDS
+
+    _STOP_WORDS: frozenset[str] = frozenset(_SPACY_STOP_WORDS)
+except ImportError:  # pragma: no cover - spaCy is a dependency; without it the regex fallback never asks
+    _STOP_WORDS = frozenset()
 # Capitalised word runs not at the start of a sentence: a crude but dependency-free fallback.
 _CAPS = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _COMMON_CAPS = frozenset(
@@ -128,18 +137,25 @@ def _sentence_initial(doc: Any, index: int) -> bool:
 
 
 _CONNECTORS = frozenset({"&", "of", "de", "do", "da", "del", "la", "le", "von", "van", "and"})
+_TITLE_WORDS = frozenset({"the", "a", "an", "with", "in", "on", "for", "to", "at", "by", "from", "or", "of", "and",
+                          "into", "upon", "without"})
+_QUOTES = frozenset({'"', "“", "”", "'", "‘", "’"})
+_DOUBLE_QUOTES = frozenset({'"', "“", "”"})
+_STOPS = re.compile(r"^(?:[.!?…]+)$")  # a sentence's end inside a span: "James! Bet"
 
 
-def _segments(doc: Any, start: int, end: int) -> list[tuple[int, int]]:
+def _segments(doc: Any, start: int, end: int, title: bool = False) -> list[tuple[int, int]]:
     """Token ranges of ``[start, end)`` split at line breaks, a speaker's colon and lower-case words that
     are not connectors ("Up & Running on Deansgate" -> "Up & Running", "Deansgate"; "bring Biscuit" ->
-    "Biscuit")."""
+    "Biscuit"). In a ``title`` (a work's name, or a quoted name) the small words between capitalised ones do
+    not split it ("The Name of the Wind", "A Dance with Dragons")."""
     out: list[tuple[int, int]] = []
     seg = start
     for i in range(start, end):
         tok = doc[i]
-        breaks = "\n" in tok.text or tok.text == ":" or (
-            tok.text[:1].islower() and tok.lower_ not in _CONNECTORS and "'" not in tok.text
+        minor = title and tok.lower_ in _TITLE_WORDS and i + 1 < end and doc[i + 1].text[:1].isupper()
+        breaks = "\n" in tok.text or tok.text == ":" or _STOPS.match(tok.text) is not None or (
+            tok.text[:1].islower() and tok.lower_ not in _CONNECTORS and "'" not in tok.text and not minor
         )
         if breaks:
             if seg < i:
@@ -148,6 +164,50 @@ def _segments(doc: Any, start: int, end: int) -> list[tuple[int, int]]:
     if seg < end:
         out.append((seg, end))
     return out
+
+
+def _quoted_titles(doc: Any) -> list[tuple[int, int]]:
+    """Token ranges of double-quoted title-case names of two or more capitalised words ("A Gentleman in
+    Moscow", "The Name of the Wind"); not quoted speech of small and chat words ("Thank You So Much")."""
+    out: list[tuple[int, int]] = []
+    never = _never_name()
+    i, n = 0, len(doc)
+    while i < n:
+        if doc[i].text not in _DOUBLE_QUOTES or i + 1 >= n or not doc[i + 1].text[:1].isupper():
+            i += 1
+            continue
+        j = i + 1
+        while j < n and j - i <= 12 and doc[j].text not in _DOUBLE_QUOTES and "\n" not in doc[j].text:
+            j += 1
+        words = [t for t in doc[i + 1 : j] if not t.is_punct and not t.is_space]
+        caps = [t for t in words if t.text[:1].isupper()]
+        if j < n and doc[j].text in _DOUBLE_QUOTES and len(caps) >= 2 and words[-1].text[:1].isupper() and all(
+            t.text[:1].isupper() or t.lower_ in _TITLE_WORDS for t in words
+        ) and not all(t.lower_ in _STOP_WORDS or t.lower_ in never for t in caps):
+            out.append((i + 1, j))
+        i = j + 1 if j < n and doc[j].text in _DOUBLE_QUOTES else i + 1
+    return out
+
+
+def _possessive_end(doc: Any, end: int) -> int:
+    """The end of a labelled span continued over a glued "'s" and the capitalised words after it: the model
+    often stops at the possessive inside a name ("Runner's World", "Gardener's Delight"). Chat, time and
+    address words do not continue it ("Dan's Mum", "Tom's Monday class")."""
+    n = len(doc)
+    if end >= n or end == 0 or doc[end].text not in ("'s", "’s") or doc[end - 1].whitespace_:
+        return end
+    never = _never_name()
+    if doc[end - 1].lower_ in never:
+        return end  # "Grandad's Allotment": a term of address owns the thing, it does not name it
+    j = end + 1
+    while j < n and doc[j].text[:1].isupper() and doc[j].lower_ not in never and "\n" not in doc[j - 1].whitespace_:
+        j += 1
+    return j if j > end + 1 else end
+
+
+@lru_cache(maxsize=1)
+def _never_name() -> frozenset[str]:
+    return frozenset().union(*not_name_words().values())
 
 
 def _capitalised_runs(doc: Any) -> list[tuple[int, int]]:
@@ -169,28 +229,58 @@ def _capitalised_runs(doc: Any) -> list[tuple[int, int]]:
     return runs
 
 
-def _candidate(doc: Any, start: int, end: int, etype: EntityType | None) -> tuple[str, Candidate] | None:
+def _opens_sentence(word: str, etype: EntityType | None) -> bool:
+    """Whether the first word of a span at a sentence start is the sentence's, not the name's.
+
+    A title never is ("Mr Whiskers"). In a run the model did not label, any common word is ("Took Mr Whiskers",
+    "Loved Sadie"). In a labelled span the model has read the word as part of the name, so only a word that is
+    rarely a name's is dropped: a function word ("How's Sofia"), an imperative that takes a person ("Tell
+    Tobi") or a common -ed/-ing form ("Loved", "Meeting"); not a given name ("Will Smith") nor another word
+    that names take ("Aria Rose", "John Lewis").
+    """
+    if word in ("'s", "’s"):
+        return True
+    low = word.casefold()
+    if low.rstrip(".") in PERSON_TITLES or not is_common_word(low):
+        return False
+    if etype is None:
+        return True
+    if short_form_relatives(normalise_name(low)):
+        return False
+    return low in _STOP_WORDS or low in IMPERATIVES or (len(low) > 4 and low.endswith(("ed", "ing")))
+
+
+def _candidate(doc: Any, start: int, end: int, etype: EntityType | None,
+               title: bool = False) -> tuple[str, Candidate] | None:
     if start > 0 and doc[start - 1].lower_.rstrip(".") in PERSON_TITLES and doc[start - 1].text[:1].isupper():
         start -= 1  # "Dr Lin", "Mr Whiskers": the model leaves the title out
     tokens = [t.text for t in doc]
-    words, first = clean_tokens(tokens[start:end], start)
+    lead = next((i for i in range(start, end) if not doc[i].is_space), start)
+    words, first = clean_tokens(tokens[start:end], start, chat=not title)
     if len(words) > 1 and words[0].casefold() == "the":
         words, first = words[1:], first + 1
+    opened = first > lead and _sentence_initial(doc, lead) and any(
+        t.lower_ not in ("the", "a", "an") for t in doc[lead:first] if not t.is_space and not t.is_punct)
     initial = _sentence_initial(doc, first)
-    if initial:  # drop the common words a sentence starts with ("Tell Tobi", "How's Sofia")
-        while len(words) > 1 and (words[0] in ("'s", "’s") or (is_common_word(words[0].casefold()) and (
-            etype is None or not is_proper_word(words[0])
-        ))):
+    if initial and first > 0 and end < len(doc) and doc[first - 1].text in _QUOTES and doc[end].text in _QUOTES:
+        initial = False  # a quoted name, capitalised as a name: reading "Dune", a show called "Finding Home"
+    if initial:  # drop the words a sentence starts with ("Tell Tobi", "How's Sofia", "Took Mr Whiskers")
+        while len(words) > 1 and _opens_sentence(words[0], etype):
             words, first = words[1:], first + 1
             initial = False
         while words and words[0] in ("'s", "’s"):
+            words, first = words[1:], first + 1
+    elif not title:  # "K. Tell Sanjay": an imperative before a name is the sentence's wherever it stands
+        while len(words) > 1 and words[0].casefold() in IMPERATIVES and words[1][:1].isupper():
             words, first = words[1:], first + 1
     key = normalise_name(" ".join(words)) if words else ""
     if not key:
         return None
     before = [t.lower_ for t in doc[max(0, first - 4) : first] if not t.is_space and not t.is_punct][-3:]
     after = [t.lower_ for t in doc[end : end + 3] if not t.is_space and not t.is_punct][:2]
-    return key, Candidate(words, etype, first, initial, before, after)
+    if end > start and doc[end - 1].text in ("'s", "’s"):
+        after = ["'s", *after[:1]]  # the model's span held the possessive: "Mochi's" + "vet"
+    return key, Candidate(words, etype, first, initial, before, after, opened=opened)
 
 
 def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]:
@@ -198,13 +288,22 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
     capitalised run the model left unlabelled, and speakers named in the text in any case."""
     out: list[tuple[int, str, Candidate]] = []
     covered: set[int] = set()
+    for a, b in _quoted_titles(doc):  # "A Gentleman in Moscow": one work, whatever the model made of it
+        covered.update(range(a, b))
+        if (found := _candidate(doc, a, b, EntityType.PRODUCT, title=True)) is not None:
+            found[1].title = True
+            out.append((a, *found))
     for ent in doc.ents:
+        if any(i in covered for i in range(ent.start, ent.end)) and ent.label_ in _LABELS:
+            continue
         etype = _LABELS.get(ent.label_)
         if etype is None:
             covered.update(range(ent.start, ent.end))  # dates, numbers: not names, and not runs either
             continue
-        covered.update(range(ent.start, ent.end))
-        for a, b in _segments(doc, ent.start, ent.end):
+        end = _possessive_end(doc, ent.end)
+        covered.update(range(ent.start, end))
+        quoted = ent.start > 0 and end < len(doc) and doc[ent.start - 1].text in _QUOTES and doc[end].text in _QUOTES
+        for a, b in _segments(doc, ent.start, end, title=ent.label_ == "WORK_OF_ART" or quoted):
             if (found := _candidate(doc, a, b, etype)) is not None:
                 out.append((a, *found))
     for a, b in _capitalised_runs(doc):
@@ -214,6 +313,20 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
             if (found := _candidate(doc, x, y, None)) is not None:
                 out.append((x, *found))
     keys = {k for _, k, _ in out}
+    if _all_lower_case(doc.text):  # "ya sorry was at the gym w ollie": names the nickname and place lists know
+        for i, tok in enumerate(doc):
+            etype = lower_case_name(tok.text)
+            if etype is None:
+                continue
+            for _, key, cand in out:
+                if cand.start == i and key == tok.lower_:
+                    cand.lower_name = True
+            if tok.lower_ not in keys:
+                keys.add(tok.lower_)
+                before = [t.lower_ for t in doc[max(0, i - 4) : i] if not t.is_space and not t.is_punct][-3:]
+                after = [t.lower_ for t in doc[i + 1 : i + 3] if not t.is_space and not t.is_punct][:2]
+                out.append((i, tok.lower_, Candidate([tok.text], etype, i, _sentence_initial(doc, i), before, after,
+                                                     lower_name=True)))
     for key, name in spoken.items():
         if key in keys:
             continue
@@ -229,6 +342,13 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
     return [(k, c) for _, k, c in out]
 
 
+def _all_lower_case(text: str) -> bool:
+    """Whether a message (after a leading "Speaker: ") has no capital letter at all."""
+    head, sep, rest = text.partition(": ")
+    body = rest if sep and len(head) <= 40 else text
+    return any(c.isalpha() for c in body) and not any(c.isupper() for c in body)
+
+
 def _form_rank(name: str, speaker: bool, count: int) -> tuple[int, int, int]:
     """How good a spelling is as the display name: a speaker's own spelling, then proper case, then use."""
     words = [w for w in name.split() if any(c.isalpha() for c in w)]
@@ -239,32 +359,69 @@ def _form_rank(name: str, speaker: bool, count: int) -> tuple[int, int, int]:
 
 def _decide(found: list[list[tuple[str, Candidate]]], spoken: dict[str, str]) -> list[list[ExtractedEntity]]:
     """Filter the candidates of one call and give every kept name one type and one display form."""
+    capitalised = Counter(key for cands in found for key, c in cands if c.words[0][:1].isupper())
+    recurring = frozenset(k for k, n in capitalised.items() if n > 1)
     known = set(spoken)
     for cands in found:  # a name written capitalised away from a sentence start is a name for the whole call
         for key, c in cands:
-            if not c.initial and drop_reason(c, set(), key) is None:
+            if not c.initial and drop_reason(c, set(), key, recurring) is None:
                 known.add(key)
-    kept = [[(k, c) for k, c in cands if drop_reason(c, known, k) is None] for cands in found]
+    # The first word of a multi-word name kept in the call names it alone too ("Aria Rose" -> "kiss Aria",
+    # "Daunt Books" -> "Ok Daunt it is") when written capitalised: a person's given name, or a word that is
+    # not a common English one (not "Royal" of "Royal Berkshire").
+    # After a title, the rest of the name does ("Mr Whiskers" -> "poor Whiskers", "Aunty Carol" -> "Carol").
+    firsts: dict[str, str] = {}  # first word (or name after a title) -> the name it leads
+    for cands in found:
+        for key, c in cands:
+            parts = key.split()
+            if len(parts) < 2 or not c.words[0][:1].isupper() or drop_reason(c, known, key, recurring) is not None:
+                continue
+            if parts[0].rstrip(".") in PERSON_TITLES:
+                firsts.setdefault(" ".join(parts[1:]), key)
+            elif (c.etype == EntityType.PERSON or not is_common_word(parts[0])) and parts[0] not in IMPERATIVES and (
+                parts[0] not in _STOP_WORDS
+            ):
+                firsts.setdefault(parts[0], key)
+    with_firsts = known | set(firsts)
+    kept = [[(k, c) for k, c in cands if drop_reason(
+        c, with_firsts if c.words[0][:1].isupper() else known, k, recurring) is None] for cands in found]
     votes: dict[str, Counter[EntityType]] = {}
     forms: dict[str, Counter[str]] = {}
     speaker_keys = set(spoken)
+    cued: set[str] = set()
     for cands in kept:
         for key, c in cands:
             cue = cue_type(c, key, speaker_keys)
             tally = votes.setdefault(key, Counter())
             if cue is not None:
                 tally[cue] += 3
+                cued.add(key)
             elif c.etype is not None:
                 tally[c.etype] += 1
             forms.setdefault(key, Counter())[c.name] += 1
     # A name only the capitalisation found, with no cue: a single word in chat is most often a person or a
     # pet ("Tunde", "Nala"); an acronym ("LGBTQ", "NHS") or a longer one is left OTHER for a later mention to type.
+    # Two or three words led by a given name ("Dolly Parton") are a person too.
     def _uncued(key: str) -> EntityType:
         seen = forms.get(key)
         acronym = seen is not None and seen.most_common(1)[0][0].isupper()
-        return EntityType.PERSON if len(key.split()) == 1 and not acronym else EntityType.OTHER
+        words = key.split()
+        if len(words) == 1 and not acronym:
+            return EntityType.PERSON
+        if 1 < len(words) <= 3 and short_form_relatives(words[0]) and not acronym:
+            return EntityType.PERSON
+        return EntityType.OTHER
 
-    types = {k: v.most_common(1)[0][0] if v else _uncued(k) for k, v in votes.items()}
+    def _winner(key: str, tally: Counter[EntityType]) -> EntityType:
+        # A tie between the model's labels for one word goes to a person: chat names people and pets most.
+        best = max(tally.values())
+        tied = [t for t, n in tally.items() if n == best]
+        return EntityType.PERSON if EntityType.PERSON in tied and " " not in key else tied[0]
+
+    types = {k: _winner(k, v) if v else _uncued(k) for k, v in votes.items()}
+    for key in types.keys() & firsts.keys():  # "Ok Daunt it is" after "Daunt Books": the same organisation
+        if key not in cued and firsts[key] in types:
+            types[key] = types[firsts[key]]
     display: dict[str, str] = {}
     for key, counts in forms.items():
         options = {**counts}

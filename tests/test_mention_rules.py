@@ -1,0 +1,205 @@
+"""Which capitalised chat words are names, and of what type (issue 25): word lists, cues and LoCoMo conv-26.
+
+The chat lines here are written for these tests (not taken from the chat-mention benchmark set).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import pytest
+
+from hindsight_core.extract.common_words import in_dictionary, is_common_word, is_dictionary_name, is_plain_word
+from hindsight_core.extract.mention_rules import (
+    Candidate,
+    clean_tokens,
+    cue_type,
+    drop_reason,
+    lower_case_name,
+    nationality_words,
+    place_names,
+)
+from hindsight_core.extract.ner import EntityRecognizer
+from hindsight_core.models import EntityType
+
+P, L, ORG, C, PR = (EntityType.PERSON, EntityType.LOCATION, EntityType.ORGANIZATION, EntityType.CONCEPT,
+                    EntityType.PRODUCT)
+
+
+def names(chat: Sequence[tuple[str, str]]) -> list[list[tuple[str, EntityType]]]:
+    """NER of one call over ``(speaker, text)`` lines, speakers excluded from the result."""
+    speakers = sorted({s for s, _ in chat})
+    found = EntityRecognizer().recognize([f"{s}: {t}" for s, t in chat], speakers)
+    return [[(e.name, e.type) for e in ents if e.name not in speakers] for ents in found]
+
+
+# --------------------------------------------------------------------------------------------------
+# word lists
+# --------------------------------------------------------------------------------------------------
+def test_the_dictionary_tells_plain_words_from_names() -> None:
+    for word in ("dahlias", "watercolour", "lasagne", "begonias", "calligraphy"):
+        assert in_dictionary(word) and is_plain_word(word) and not is_dictionary_name(word), word
+    for name in ("Ruth", "Glasgow", "Ikea", "Thai"):
+        assert is_dictionary_name(name) and not is_plain_word(name.casefold()), name
+    # Web tokens of cl100k that the dictionary knows only as names are not common words.
+    assert not is_common_word("ikea") and not is_common_word("sam")
+    assert is_common_word("pottery") and is_common_word("tell") and not is_plain_word("pottery")
+    assert not in_dictionary("tobi") and not is_plain_word("tobi")
+    # The larger list (asked at sentence starts only) has rarer words; names stay names there too.
+    assert is_plain_word("netball", rare=True) and not is_plain_word("netball")
+    assert not is_plain_word("milo", rare=True) and is_dictionary_name("Milo", rare=True)
+
+
+def test_places_and_nationalities_are_loaded() -> None:
+    assert {"portugal", "glasgow", "somerset", "douro", "california", "lisbon"} <= place_names()
+    assert {"thai", "portuguese", "sri lankan", "mandarin"} <= nationality_words()
+    assert "tobi" not in place_names()
+
+
+def test_clean_tokens_drops_laughter_drawn_out_words_and_contractions() -> None:
+    assert clean_tokens(["Hahahaha", "Mel"], 0)[0] == ["Mel"]
+    assert clean_tokens(["Sooo", "Mel"], 0)[0] == ["Mel"]
+    assert clean_tokens(["Mel", "'m"], 0)[0] == ["Mel"]
+    # A quoted title keeps its words.
+    title = ["The", "Lord", "of", "the", "Rings"]
+    assert clean_tokens(title, 0, chat=False)[0] == title
+
+
+def test_drop_reason_for_plain_and_chat_words() -> None:
+    def cand(words: list[str], etype: EntityType | None = None, initial: bool = False,
+             before: Sequence[str] = ()) -> Candidate:
+        return Candidate(words, etype, 3, initial, list(before))
+
+    assert drop_reason(cand(["Mmm"], initial=True), set(), "mmm") is not None
+    assert drop_reason(cand(["Yesss"]), set(), "yesss") is not None
+    assert drop_reason(cand(["Ahhahha"], P), set(), "ahhahha") is not None
+    # A plain word: dropped unlabelled or after a determiner, kept when labelled and named again in the call.
+    assert drop_reason(cand(["Hydrangeas"], before=["want", "to", "try"]), set(), "hydrangeas") is not None
+    assert drop_reason(cand(["Begonias"], P, before=["about", "it", "her"]), set(), "begonias") is not None
+    assert drop_reason(cand(["Marigold"], ORG, before=["bring"]), set(), "marigold") is not None
+    assert drop_reason(cand(["Marigold"], ORG, before=["bring"]), set(), "marigold", frozenset({"marigold"})) is None
+    assert drop_reason(cand(["Marigold"], None, before=["my", "dog"]), set(), "marigold") is None  # a cue
+    assert drop_reason(cand(["Sardines"], initial=True), set(), "sardines") is not None
+    assert drop_reason(cand(["Sardines"], initial=True), {"sardines"}, "sardines") is None  # known in the call
+    assert drop_reason(cand(["Netball"], initial=True), set(), "netball") is not None
+    assert drop_reason(cand(["Nightjar"], L, before=["drinks", "at", "the"]), set(), "nightjar") is None
+    assert drop_reason(cand(["JUST", "DOING", "IT"], ORG), set(), "just doing it") is not None
+    # An unknown capitalised word is a name.
+    assert drop_reason(cand(["Ngozi"], initial=True), set(), "ngozi") is None
+
+
+def test_lower_case_names() -> None:
+    assert lower_case_name("ollie") == P and lower_case_name("charlie") == P
+    assert lower_case_name("manchester") == L
+    assert lower_case_name("josh") is None  # an English word too
+    assert lower_case_name("bday") is None and lower_case_name("tho") is None and lower_case_name("del") is None
+
+
+def test_cue_types() -> None:
+    def cue(words: list[str], etype: EntityType | None, before: Sequence[str] = (),
+            after: Sequence[str] = ()) -> EntityType | None:
+        return cue_type(Candidate(words, etype, 5, False, list(before), list(after)),
+                        " ".join(words).casefold(), set())
+
+    assert cue(["Portugal"], P, ["we", "loved"]) == L
+    assert cue(["California"], None, ["we", "had", "to"]) == L  # not "Callie"'s long form
+    assert cue(["Florence"], P, ["with"]) is None  # a given name the model reads as a person
+    assert cue(["Florence"], L, [], ["says", "hi"]) == P
+    assert cue(["Thai"], P) == C and cue(["Sri", "Lankan"], ORG) == C
+    assert cue(["Leeds", "Food", "Festival"], ORG) == C and cue(["Hartwell", "Manor"], P) == L
+    assert cue(["Kaffeine"], L, ["drinks", "at"]) == ORG
+    assert cue(["Maisie"], L, ["she", "at"], ["'s"]) is None  # at someone's house
+    assert cue(["Nkechi"], L, [], ["'s", "wedding"]) == P
+    assert cue(["Mochi"], ORG, [], ["and", "i"]) == P
+    assert cue(["Old", "Vic"], None, ["from", "the"], ["pub", "wants"]) == ORG
+    assert cue(["Headingley"], None, [], ["near", "the"]) == L
+    assert cue(["Carver", "Street"], ORG, [], ["is", "booked"]) == L  # "is" says nothing of a person
+
+
+# --------------------------------------------------------------------------------------------------
+# the recogniser on a chat
+# --------------------------------------------------------------------------------------------------
+CHAT = [
+    ("Ines", "Her Begonias won first prize at the village show"),
+    ("Kofi", "I want to try Calligraphy next, or maybe Origami"),
+    ("Ines", "Sardines again? Tell Ngozi thanks for the recipe"),
+    ("Kofi", "Took Mr Pickles to the groomer, he hated it. Poor Pickles"),
+    ("Ines", "I've subscribed to Farmer's Weekly for my dad"),
+    ("Kofi", "Hahahaha. Sooo good. Mmm"),
+    ("Ines", "Portugal was amazing, the Thai place in Lisbon too"),
+    ("Kofi", "Nkechi's wedding is at Hartwell Manor in Devon"),
+    ("Ines", "Drinks at Kaffeine after? Then the Leeds Food Festival"),
+    ("Kofi", 'Just finished "The Lord of the Rings" on the train'),
+    ("Ines", "She's here! Zara Rose, born this morning. Zara is perfect"),
+]
+
+
+@pytest.fixture(scope="module")
+def chat_names() -> list[list[tuple[str, EntityType]]]:
+    return names(CHAT)
+
+
+def test_plain_words_capitalised_are_not_names(chat_names: list[list[tuple[str, EntityType]]]) -> None:
+    found = {n.casefold() for ents in chat_names for n, _ in ents}
+    for word in ("begonias", "calligraphy", "origami", "sardines", "hahahaha", "sooo", "mmm", "tell ngozi"):
+        assert word not in found, (word, found)
+
+
+def test_names_are_whole_and_typed(chat_names: list[list[tuple[str, EntityType]]]) -> None:
+    assert ("Ngozi", P) in chat_names[2]  # the imperative is not part of the name
+    assert ("Mr Pickles", P) in chat_names[3] and ("Pickles", P) in chat_names[3]
+    assert [n for n, _ in chat_names[4]] == ["Farmer's Weekly"]  # "'s" inside a name
+    assert chat_names[5] == []
+    assert set(chat_names[6]) == {("Portugal", L), ("Thai", C), ("Lisbon", L)}
+    assert set(chat_names[7]) == {("Nkechi", P), ("Hartwell Manor", L), ("Devon", L)}
+    assert set(chat_names[8]) == {("Kaffeine", ORG), ("Leeds Food Festival", C)}
+    assert chat_names[9] == [("Lord of the Rings", PR)]
+    assert ("Zara Rose", P) in chat_names[10] and ("Zara", P) in chat_names[10]
+
+
+def test_chat_habits_are_not_names() -> None:
+    found = names([
+        ("Ines", "Obviously. Good Luck on Monday x"),
+        ("Kofi", "Thank u!! Sprint Review is Tues so wish me luck"),
+        ("Ines", "It`s fine. Let`s go Rockin at the weekend"),
+        ("Kofi", "Grandad's Allotment is full of weeds, Mum's Kitchen too"),
+        ("Ines", "Get me a Flat White pls. K. Tell Sanjay too"),
+        ("Kofi", "Haha ok James! Bet you will"),
+    ])
+    assert found[:4] == [[], [], [], []], found
+    assert found[4] == [("Sanjay", P)]
+    assert [n for n, _ in found[5]] == ["James"]
+
+
+def test_lower_case_chat_keeps_known_names() -> None:
+    found = names([("Ines", "omg at the pub w charlie rn"), ("Kofi", "nice, im off to manchester sat with josh")])
+    assert found == [[("charlie", P)], [("manchester", L)]]
+
+
+# --------------------------------------------------------------------------------------------------
+# LoCoMo conv-26: the graph shows no chat word (issue 25), when the shared data is present
+# --------------------------------------------------------------------------------------------------
+NOT_IN_CONV_26 = ("Congrats", "Glad", "Wanna", "FYI", "Last Fri", "Tues", "Nah", "ya, Melanie", "kinda nerve")
+
+
+def test_locomo_conv_26_names_hold_no_chat_words() -> None:
+    from hindsight_bench.commands import BenchError, find_locomo
+    from hindsight_core.cli.formats import locomo_sessions
+
+    try:
+        path = find_locomo()
+    except BenchError:
+        pytest.skip("LoCoMo data not present")
+    sample = next(s for s in json.loads(path.read_text(encoding="utf-8")) if s["sample_id"] == "conv-26")
+    recognizer = EntityRecognizer()
+    found: dict[str, set[EntityType]] = {}
+    for session in locomo_sessions(sample):
+        texts = [f"{m['speaker']}: {m['text']}" for m in session.messages]
+        for ents in recognizer.recognize(texts, sorted({m["speaker"] for m in session.messages})):
+            for e in ents:
+                found.setdefault(e.name, set()).add(e.type)
+    lowered = {n.casefold() for n in found}
+    for bad in NOT_IN_CONV_26:
+        assert not any(bad.casefold() in n for n in lowered), (bad, sorted(found))
+    assert found["Caroline"] == {P} and found["Melanie"] == {P} and found["Sweden"] == {L}
