@@ -71,7 +71,7 @@ def test_engine_wheel_holds_the_engine_its_data_and_the_adapters_only(built: Bui
     # Every source and data file, so a new subpackage missing from pyproject.toml's list fails here.
     expected = set().union(*(_sources(tree, folder, package) for folder, package in ENGINE_SOURCES.items()))
     assert packaged == expected, {"missing": sorted(expected - packaged), "extra": sorted(packaged - expected)}
-    for required in ("hindsight_core/__init__.py", "hindsight_core/cli.py",
+    for required in ("hindsight_core/__init__.py", "hindsight_core/cli/commands.py",
                      "hindsight_core/data/demo_conversation.json", "hindsight_core/data/nicknames_extra.json",
                      "langchain_hindsight/__init__.py", "llama_index_hindsight/__init__.py"):
         assert required in names
