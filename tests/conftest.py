@@ -34,3 +34,25 @@ def hs(tmp_path: Path) -> Iterator[Hindsight]:
 def conversation() -> list[dict[str, str]]:
     """A short two-speaker conversation with message ids."""
     return [dict(m) for m in CONVERSATION]
+
+
+# The fast tier (``bash scripts/test.sh -m "not slow"``) leaves out what costs minutes: the real local LLM (the
+# ``llm`` marker), other processes and servers started per test, browsers, notebooks and wheel builds. Listed by
+# file so that a new slow test in one of them joins the tier by itself; measured with ``--durations``.
+SLOW_FILES = {
+    "torture/test_kill_torture.py", "conformance/test_concurrency.py", "conformance/test_servers.py",
+    "test_mcp_server.py", "test_packaging.py", "test_bench.py", "test_bench_cara.py", "test_notebooks.py",
+    "test_process_guard.py", "test_public_api_errors.py", "test_raw_first.py", "test_migrate.py",
+}
+SLOW_TESTS = {"test_every_page_loads_without_console_errors", "test_documents_and_jobs_pages_list_and_filter_by_status",
+              "test_graph_renders_and_shows_an_observation", "test_recall_playground_returns_the_expected_memory",
+              "test_forget_asks_for_confirmation_and_the_token"}  # the explorer's pages in a real browser
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the slow tier (see ``SLOW_FILES``)."""
+    root = Path(__file__).parent
+    for item in items:
+        where = Path(str(item.fspath)).relative_to(root).as_posix()
+        if item.get_closest_marker("llm") or where in SLOW_FILES or item.originalname in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
