@@ -43,10 +43,15 @@ SLOW_FILES = {
     "torture/test_kill_torture.py", "conformance/test_concurrency.py", "conformance/test_servers.py",
     "test_mcp_server.py", "test_packaging.py", "test_bench.py", "test_bench_cara.py", "test_notebooks.py",
     "test_process_guard.py", "test_public_api_errors.py", "test_raw_first.py", "test_migrate.py",
+    "test_long_inputs.py", "test_embedders_mpnet.py", "test_embedders_bench.py", "test_repeatable_recall.py",
 }
 SLOW_TESTS = {"test_every_page_loads_without_console_errors", "test_documents_and_jobs_pages_list_and_filter_by_status",
               "test_graph_renders_and_shows_an_observation", "test_recall_playground_returns_the_expected_memory",
-              "test_forget_asks_for_confirmation_and_the_token"}  # the explorer's pages in a real browser
+              "test_forget_asks_for_confirmation_and_the_token",  # the explorer's pages in a real browser
+              "test_shipped_thresholds_hold_on_the_labelled_test_half", "test_forget_across_stores",
+              "test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to",
+              "test_a_header_nested_a_million_deep_is_one_line_under_json",
+              "test_bench_scale_writes_latencies_and_the_bare_chroma_floor"}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
