@@ -361,67 +361,12 @@ def _decide(found: list[list[tuple[str, Candidate]]], spoken: dict[str, str]) ->
     """Filter the candidates of one call and give every kept name one type and one display form."""
     capitalised = Counter(key for cands in found for key, c in cands if c.words[0][:1].isupper())
     recurring = frozenset(k for k, n in capitalised.items() if n > 1)
-    known = set(spoken)
-    for cands in found:  # a name written capitalised away from a sentence start is a name for the whole call
-        for key, c in cands:
-            if not c.initial and drop_reason(c, set(), key, recurring) is None:
-                known.add(key)
-    # The first word of a multi-word name kept in the call names it alone too ("Aria Rose" -> "kiss Aria",
-    # "Daunt Books" -> "Ok Daunt it is") when written capitalised: a person's given name, or a word that is
-    # not a common English one (not "Royal" of "Royal Berkshire").
-    # After a title, the rest of the name does ("Mr Whiskers" -> "poor Whiskers", "Aunty Carol" -> "Carol").
-    firsts: dict[str, str] = {}  # first word (or name after a title) -> the name it leads
-    for cands in found:
-        for key, c in cands:
-            parts = key.split()
-            if len(parts) < 2 or not c.words[0][:1].isupper() or drop_reason(c, known, key, recurring) is not None:
-                continue
-            if parts[0].rstrip(".") in PERSON_TITLES:
-                firsts.setdefault(" ".join(parts[1:]), key)
-            elif (c.etype == EntityType.PERSON or not is_common_word(parts[0])) and parts[0] not in IMPERATIVES and (
-                parts[0] not in _STOP_WORDS
-            ):
-                firsts.setdefault(parts[0], key)
+    known = _known_names(found, spoken, recurring)
+    firsts = _leading_words(found, known, recurring)
     with_firsts = known | set(firsts)
     kept = [[(k, c) for k, c in cands if drop_reason(
         c, with_firsts if c.words[0][:1].isupper() else known, k, recurring) is None] for cands in found]
-    votes: dict[str, Counter[EntityType]] = {}
-    forms: dict[str, Counter[str]] = {}
-    speaker_keys = set(spoken)
-    cued: set[str] = set()
-    for cands in kept:
-        for key, c in cands:
-            cue = cue_type(c, key, speaker_keys)
-            tally = votes.setdefault(key, Counter())
-            if cue is not None:
-                tally[cue] += 3
-                cued.add(key)
-            elif c.etype is not None:
-                tally[c.etype] += 1
-            forms.setdefault(key, Counter())[c.name] += 1
-    # A name only the capitalisation found, with no cue: a single word in chat is most often a person or a
-    # pet ("Tunde", "Nala"); an acronym ("LGBTQ", "NHS") or a longer one is left OTHER for a later mention to type.
-    # Two or three words led by a given name ("Dolly Parton") are a person too.
-    def _uncued(key: str) -> EntityType:
-        seen = forms.get(key)
-        acronym = seen is not None and seen.most_common(1)[0][0].isupper()
-        words = key.split()
-        if len(words) == 1 and not acronym:
-            return EntityType.PERSON
-        if 1 < len(words) <= 3 and short_form_relatives(words[0]) and not acronym:
-            return EntityType.PERSON
-        return EntityType.OTHER
-
-    def _winner(key: str, tally: Counter[EntityType]) -> EntityType:
-        # A tie between the model's labels for one word goes to a person: chat names people and pets most.
-        best = max(tally.values())
-        tied = [t for t, n in tally.items() if n == best]
-        return EntityType.PERSON if EntityType.PERSON in tied and " " not in key else tied[0]
-
-    types = {k: _winner(k, v) if v else _uncued(k) for k, v in votes.items()}
-    for key in types.keys() & firsts.keys():  # "Ok Daunt it is" after "Daunt Books": the same organisation
-        if key not in cued and firsts[key] in types:
-            types[key] = types[firsts[key]]
+    types, forms = _types(kept, spoken, firsts)
     display: dict[str, str] = {}
     for key, counts in forms.items():
         options = {**counts}
@@ -436,6 +381,87 @@ def _decide(found: list[list[tuple[str, Candidate]]], spoken: dict[str, str]) ->
                 seen[key] = ExtractedEntity(name=display[key][:200], type=types[key])
         out.append(list(seen.values()))
     return out
+
+
+def _known_names(found: list[list[tuple[str, Candidate]]], spoken: dict[str, str],
+                 recurring: frozenset[str]) -> set[str]:
+    """The speakers, and every name written capitalised away from a sentence start: a name for the whole call."""
+    known = set(spoken)
+    for cands in found:
+        for key, c in cands:
+            if not c.initial and drop_reason(c, set(), key, recurring) is None:
+                known.add(key)
+    return known
+
+
+def _leading_words(found: list[list[tuple[str, Candidate]]], known: set[str],
+                   recurring: frozenset[str]) -> dict[str, str]:
+    """First word (or the name after a title) -> the multi-word name it leads.
+
+    The first word of a multi-word name kept in the call names it alone too ("Aria Rose" -> "kiss Aria", "Daunt
+    Books" -> "Ok Daunt it is") when written capitalised: a person's given name, or a word that is not a common
+    English one (not "Royal" of "Royal Berkshire"). After a title, the rest of the name does ("Mr Whiskers" ->
+    "poor Whiskers", "Aunty Carol" -> "Carol").
+    """
+    firsts: dict[str, str] = {}
+    for cands in found:
+        for key, c in cands:
+            parts = key.split()
+            if len(parts) < 2 or not c.words[0][:1].isupper() or drop_reason(c, known, key, recurring) is not None:
+                continue
+            if parts[0].rstrip(".") in PERSON_TITLES:
+                firsts.setdefault(" ".join(parts[1:]), key)
+            elif (c.etype == EntityType.PERSON or not is_common_word(parts[0])) and parts[0] not in IMPERATIVES and (
+                parts[0] not in _STOP_WORDS
+            ):
+                firsts.setdefault(parts[0], key)
+    return firsts
+
+
+def _types(
+    kept: list[list[tuple[str, Candidate]]], spoken: dict[str, str], firsts: dict[str, str]
+) -> tuple[dict[str, EntityType], dict[str, Counter[str]]]:
+    """Each kept name's type (a cue counts three times a model label) and the forms it was written in."""
+    votes: dict[str, Counter[EntityType]] = {}
+    forms: dict[str, Counter[str]] = {}
+    speaker_keys = set(spoken)
+    cued: set[str] = set()
+    for cands in kept:
+        for key, c in cands:
+            cue = cue_type(c, key, speaker_keys)
+            tally = votes.setdefault(key, Counter())
+            if cue is not None:
+                tally[cue] += 3
+                cued.add(key)
+            elif c.etype is not None:
+                tally[c.etype] += 1
+            forms.setdefault(key, Counter())[c.name] += 1
+    types = {k: _winner(k, v) if v else _uncued(k, forms.get(k)) for k, v in votes.items()}
+    for key in types.keys() & firsts.keys():  # "Ok Daunt it is" after "Daunt Books": the same organisation
+        if key not in cued and firsts[key] in types:
+            types[key] = types[firsts[key]]
+    return types, forms
+
+
+def _uncued(key: str, seen: Counter[str] | None) -> EntityType:
+    """A name only the capitalisation found, with no cue: a single word in chat is most often a person or a pet
+    ("Tunde", "Nala"); an acronym ("LGBTQ", "NHS") or a longer one is left OTHER for a later mention to type. Two
+    or three words led by a given name ("Dolly Parton") are a person too."""
+    acronym = seen is not None and seen.most_common(1)[0][0].isupper()
+    words = key.split()
+    if len(words) == 1 and not acronym:
+        return EntityType.PERSON
+    if 1 < len(words) <= 3 and short_form_relatives(words[0]) and not acronym:
+        return EntityType.PERSON
+    return EntityType.OTHER
+
+
+def _winner(key: str, tally: Counter[EntityType]) -> EntityType:
+    """The type with most votes; a tie between the model's labels for one word goes to a person (chat names
+    people and pets most)."""
+    best = max(tally.values())
+    tied = [t for t, n in tally.items() if n == best]
+    return EntityType.PERSON if EntityType.PERSON in tied and " " not in key else tied[0]
 
 
 def _drop_unused_tok2vec(nlp: Any) -> None:
