@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hindsight_bench.cli import main
 from hindsight_bench.embedders import format_embedders, load_conversations, run_embedders
-from hindsight_core.demo import load_conversation
+from hindsight_core.cli.demo import load_conversation
 
 QA = [
     {"question": "What is the name of Maya's dog?", "evidence": ["D1:3"], "category": 4},

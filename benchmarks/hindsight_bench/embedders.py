@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from hindsight_core.formats import evidence_ids, locomo_sessions
+from hindsight_core.cli.formats import evidence_ids, locomo_sessions
 
 from .locomo import CATEGORIES, SPLITS, split_of
 from .metrics import coverage, latency_stats, mean_percent
