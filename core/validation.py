@@ -155,11 +155,9 @@ _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def check_printable(value: str) -> str:
-    """``value``, or ``ValueError`` when it holds control characters other than tab and line breaks (a NUL, a
-    terminal escape) or lone surrogates: what retain would have replaced can only come from elsewhere."""
-    if _SURROGATES.search(value) or _UNPRINTABLE.search(value):
-        raise ValueError("contains control characters (other than tab and line breaks) or invalid unicode")
-    return value
+    """``value`` as retain stores text: control characters other than tab and line breaks (a NUL, a terminal
+    escape) become spaces and lone surrogates U+FFFD, so nothing read from elsewhere can reach a terminal."""
+    return _UNPRINTABLE.sub(" ", _SURROGATES.sub("\ufffd", value))
 
 
 Identifier = Annotated[str, AfterValidator(check_identifier)]

@@ -50,8 +50,16 @@ def test_a_valid_file_still_reads(exported: list[dict], tmp_path: Path) -> None:
     assert read_archive(_write(exported, tmp_path / "ok.jsonl")).bank.id == "b"
 
 
-@pytest.mark.parametrize(("field", "value"), [("text", "red \x1b[31malert"), ("text", "nul\x00byte"),
-                                              ("id", ""), ("id", "x" * 1001)])
+@pytest.mark.parametrize("text", ["red \x1b[31malert", "nul\x00byte"])
+def test_control_characters_are_replaced_as_retain_replaces_them(exported: list[dict], tmp_path: Path,
+                                                                  text: str) -> None:
+    records = [dict(r) for r in exported]
+    next(r for r in records if r["record"] == "unit")["text"] = text
+    archive = read_archive(_write(records, tmp_path / "ctl.jsonl"))
+    assert all(not any(ord(c) < 32 and c not in "\t\n\r" for c in u.text) for u in archive.units)
+
+
+@pytest.mark.parametrize(("field", "value"), [("id", ""), ("id", "x" * 1001), ("id", "a\x00b")])
 def test_records_pass_retains_rules(exported: list[dict], tmp_path: Path, field: str, value: str) -> None:
     records = [dict(r) for r in exported]
     unit = next(r for r in records if r["record"] == "unit")
@@ -63,7 +71,7 @@ def test_records_pass_retains_rules(exported: list[dict], tmp_path: Path, field:
 def test_a_document_over_retains_limit_is_refused(exported: list[dict], tmp_path: Path) -> None:
     records = [dict(r) for r in exported]
     document = next(r for r in records if r["record"] == "document")
-    document["content"] = "a" * (MAX_TEXT_CHARS + 1)
+    document["content"] = "a" * (4 * MAX_TEXT_CHARS + 1)
     assert "content" in _error(_write(records, tmp_path / "big.jsonl"))
 
 

@@ -32,15 +32,18 @@ from ..models import (
 from ..validation import check_bank_id, check_identifier, check_printable
 
 MAX_TEXT_CHARS = Settings.model_fields["max_document_chars"].default
-"""The longest text a record may carry: what retain accepts as one document."""
+"""What retain accepts as one document; a record's text may hold four times that (a message list's JSON)."""
 
 RecordId = Annotated[str, AfterValidator(check_identifier)]
 """An id in a bank file: the rule every id of the public API follows (``validation.Identifier``)."""
 RecordBankId = Annotated[str, AfterValidator(check_bank_id)]
 """A bank id in a bank file (``validation.BankId``)."""
-RecordText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(check_printable)]
-"""Text in a bank file: at most what retain takes, and no control characters (a NUL or a terminal escape planted
-in a file must not reach a terminal through ``hindsight recall``)."""
+RecordText = Annotated[str, Field(max_length=4 * MAX_TEXT_CHARS), AfterValidator(check_printable)]
+RecordNote = Annotated[str, AfterValidator(check_printable)]
+"""Other text in a bank file (names, background, context, sources): control characters replaced, no size cap
+beyond the line's (retain does not cap these either)."""
+"""Text in a bank file: at most what retain takes, control characters replaced as retain replaces them (a NUL or
+a terminal escape planted in a file must not reach a terminal through ``hindsight recall``)."""
 
 FORMAT_NAME = "hindsight-bank"
 FORMAT_VERSION = 1
@@ -91,8 +94,8 @@ class BankRecord(_Record):
 
     record: Literal["bank"] = "bank"
     id: RecordBankId
-    name: RecordText
-    background: RecordText
+    name: RecordNote
+    background: RecordNote
     disposition: Disposition
     created_at: datetime
 
@@ -104,7 +107,7 @@ class DocumentRecord(_Record):
     record: Literal["document"] = "document"
     id: RecordId
     content: RecordText
-    context: RecordText | None
+    context: RecordNote | None
     timestamp: datetime | None
     status: DocumentStatus
     error: str | None
@@ -121,9 +124,9 @@ class EntityRecord(_Record):
 
     record: Literal["entity"] = "entity"
     id: RecordId
-    name: RecordText
+    name: RecordNote
     type: EntityType
-    aliases: list[RecordText]
+    aliases: list[RecordNote]
     mention_count: int = Field(ge=0)
     first_seen: datetime | None
     last_seen: datetime | None
@@ -142,7 +145,7 @@ class UnitRecord(_Record):
     occurred_end: datetime | None
     mentioned_at: datetime | None
     confidence: float | None = Field(ge=0.0, le=1.0)
-    sources: list[RecordText]
+    sources: list[RecordNote]
     document_id: RecordId | None
     metadata: dict[str, Any]
     created_at: datetime
