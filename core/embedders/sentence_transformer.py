@@ -23,18 +23,30 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 PRECISIONS = ("auto", "float32", "bfloat16")
 
 
+BF16_FLAGS = ("amx_bf16", "avx512_bf16")
+"""CPU flags (``/proc/cpuinfo``) of native bfloat16 matrix instructions: AMX tiles (Intel Sapphire Rapids and
+later) or AVX-512 BF16 dot products (AMD Zen 4 and later, Intel Cooper Lake)."""
+
+
 @functools.lru_cache(maxsize=1)
 def native_bf16() -> bool:
-    """Whether this CPU has AMX bfloat16 tiles (Sapphire Rapids and later), read from ``/proc/cpuinfo``.
+    """Whether this CPU computes bfloat16 products natively (one of ``BF16_FLAGS``), read from ``/proc/cpuinfo``.
 
-    Only there is bf16 inference clearly faster than float32 (measured 2.3x for MiniLM); CPUs that emulate
-    bf16 are slower with it, so anything unknown counts as no.
+    Only there is bf16 inference clearly faster than float32: MiniLM batches ran 2.3x faster with AMX, and
+    1.7-1.9x with AVX-512 BF16 on a 2-core AMD EPYC (Zen 4; 1 MB of passages: 104.7 -> 5x.x CPU s); CPUs that
+    emulate bf16 are slower with it, so anything unknown counts as no.
     """
     try:
         text = Path("/proc/cpuinfo").read_text(errors="ignore")
     except OSError:
         return False
-    return any(line.startswith("flags") and " amx_bf16" in line for line in text.splitlines())
+    return any(_has_bf16(line) for line in text.splitlines() if line.startswith("flags"))
+
+
+def _has_bf16(flags_line: str) -> bool:
+    """Whether a ``flags`` line of ``/proc/cpuinfo`` names one of ``BF16_FLAGS`` (as a whole word)."""
+    words = set(flags_line.partition(":")[2].split())
+    return any(flag in words for flag in BF16_FLAGS)
 
 
 class SentenceTransformerEmbedder:
@@ -50,6 +62,13 @@ class SentenceTransformerEmbedder:
     is the usual Transformer + mean Pooling (+ Normalize): on 2 cores that took the query embedding from
     17 to 12 ms, and leaves the other core to recall's keyword search running beside it. The thread count
     is an OpenMP setting of the calling thread only, restored afterwards.
+
+    Larger batches of such a model take the same direct pass, tokenized once and sorted by token count (longest
+    first), in forward passes of at most ``batch_size`` texts and ``batch_tokens`` padded tokens: a pass's
+    activations then stay in the CPU's cache. On a 2-core AMD EPYC (32 MB L3) that took 900-character passages
+    from 91 to 59 CPU ms each in float32 (38 in bfloat16, against 48 through ``encode`` in batches of 128), and
+    LoCoMo turns from 25.7 to 19 CPU ms, with the vectors ``encode`` gives (cosine 0.9999998). Other models go
+    through ``encode`` in batches of ``batch_size``.
     """
 
     _cache: ClassVar[dict[str, Any]] = {}
@@ -61,6 +80,7 @@ class SentenceTransformerEmbedder:
         *,
         name: str | None = None,
         batch_size: int = 128,
+        batch_tokens: int = 4096,
         precision: str = "auto",
         bf16_min_batch: int = 16,
         small_batch: int = 4,
@@ -71,10 +91,13 @@ class SentenceTransformerEmbedder:
         does not load the model to learn it."""
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        if batch_size < 1 or batch_tokens < 1:
+            raise ValueError("batch_size and batch_tokens must be at least 1")
         self._model_path = model_path
         self._bundled = model_path is None
         self._name = name
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.precision = precision
         self.bf16_min_batch = bf16_min_batch
         self.small_batch = small_batch
@@ -143,10 +166,13 @@ class SentenceTransformerEmbedder:
         else:
             cast = contextlib.nullcontext()
         with cast:
-            vecs = model.encode(
-                list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            if _plain_mean_pooling(model):
+                vecs = self._embed_batches(model, list(texts))
+            else:
+                vecs = model.encode(
+                    list(texts), batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         if len(texts) >= _TRIM_FROM:
             _release_freed_heap()
         return np.asarray(vecs, dtype=np.float32)
@@ -161,18 +187,75 @@ class SentenceTransformerEmbedder:
                 vecs = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
                                     convert_to_numpy=True, show_progress_bar=False)
                 return np.asarray(vecs, dtype=np.float32)
-            model.eval()
-            with torch.inference_mode():
-                # What encode() computes for these modules, without its per-call bookkeeping.
-                enc = model.tokenizer(texts, padding=True, truncation=True, max_length=model.max_seq_length,
-                                      return_tensors="pt")
-                hidden = model[0].auto_model(**enc).last_hidden_state
-                mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-                vecs = torch.nn.functional.normalize(pooled, p=2, dim=1)
-            return vecs.numpy().astype(np.float32)
+            enc = model.tokenizer(texts, padding=True, truncation=True, max_length=model.max_seq_length,
+                                  return_tensors="pt")
+            return _forward(model, dict(enc))
         finally:
             torch.set_num_threads(threads)
+
+    def _embed_batches(self, model: Any, texts: list[str]) -> np.ndarray:
+        """The direct pass over many texts: tokenized once, longest first, cut by ``token_batches``."""
+        tokenizer = model.tokenizer
+        enc = tokenizer(texts, truncation=True, max_length=model.max_seq_length)
+        columns: dict[str, list[list[int]]] = dict(enc)
+        lengths = [len(ids) for ids in columns["input_ids"]]
+        pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        left = getattr(tokenizer, "padding_side", "right") == "left"
+        out: np.ndarray | None = None
+        for batch in token_batches(lengths, self.batch_size, self.batch_tokens):
+            features = {key: _padded([values[i] for i in batch], pad_id if key == "input_ids" else 0, left)
+                        for key, values in columns.items()}
+            vecs = _forward(model, features)
+            if out is None:
+                out = np.empty((len(texts), vecs.shape[1]), dtype=np.float32)
+            out[batch] = vecs
+        assert out is not None  # texts is not empty
+        return out
+
+
+def token_batches(lengths: Sequence[int], max_texts: int, max_tokens: int) -> list[list[int]]:
+    """Indices of texts of these token ``lengths`` in forward passes: longest first (each pass pads to its first),
+    at most ``max_texts`` per pass and at most ``max_tokens`` padded tokens (a single longer text is a pass alone).
+    """
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    batches: list[list[int]] = []
+    current: list[int] = []
+    for i in order:
+        if current and (len(current) >= max_texts or (len(current) + 1) * lengths[current[0]] > max_tokens):
+            batches.append(current)
+            current = []
+        current.append(i)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _padded(rows: Sequence[Sequence[int]], value: int, left: bool) -> Any:
+    """A (rows, longest) int64 tensor of ``rows`` padded with ``value`` on the right (or the left)."""
+    import torch
+
+    width = max(len(r) for r in rows)
+    out = np.full((len(rows), width), value, dtype=np.int64)
+    for row, ids in enumerate(rows):
+        if left:
+            out[row, width - len(ids):] = ids
+        else:
+            out[row, : len(ids)] = ids
+    return torch.from_numpy(out)
+
+
+def _forward(model: Any, features: dict[str, Any]) -> np.ndarray:
+    """What ``encode()`` computes for Transformer + mean Pooling (+ Normalize), without its per-call bookkeeping:
+    normalised float32 vectors of one padded batch (under the caller's autocast, if any)."""
+    import torch
+
+    model.eval()
+    with torch.inference_mode():
+        hidden = model[0].auto_model(**features).last_hidden_state.float()
+        mask = features["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        vecs = torch.nn.functional.normalize(pooled, p=2, dim=1)
+    return vecs.numpy().astype(np.float32)
 
 
 # Batches from this size hand freed heap back to the OS afterwards (see ``_release_freed_heap``).
