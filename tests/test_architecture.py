@@ -99,7 +99,7 @@ def test_import_graph_has_no_cycle() -> None:
 
 
 LAYERS: list[set[str]] = [
-    {"models", "errors", "config", "validation"},
+    {"models", "errors", "config", "validation", "actor"},
     {"text", "temporal", "assets"},
     {"llm", "embedders", "extract", "stores"},
     {"vectors"},
