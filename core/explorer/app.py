@@ -54,8 +54,9 @@ STATUS: list[tuple[type[BaseException], int]] = [
 
 
 class Headers:
-    """ASGI middleware: refuses a ``Host`` this server does not answer to (DNS rebinding), adds the security
-    headers to every response, and keeps API answers out of caches."""
+    """ASGI middleware: refuses a ``Host`` this server does not answer to (DNS rebinding) and, on loopback, an
+    ``Origin`` of another site; adds the security headers to every response, and keeps API answers out of
+    caches."""
 
     def __init__(self, app: ASGIApp, guard: Guard) -> None:
         self.app = app
@@ -65,12 +66,6 @@ class Headers:
         """Handle one request."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
-            return
-        host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), None)
-        if not self.guard.host_ok(host):
-            response = JSONResponse({"error": f"this server does not answer to host {host!r}",
-                                     "kind": "InvalidHost"}, status_code=400)
-            await response(scope, receive, send)
             return
         api = scope["path"].startswith("/api/")
 
@@ -82,7 +77,27 @@ class Headers:
                 message = {**message, "headers": headers}
             await send(message)
 
+        refusal = self.refusal(scope)
+        if refusal is not None:  # answered here, with the same headers as any other answer
+            await refusal(scope, receive, send_with_headers)
+            return
         await self.app(scope, receive, send_with_headers)
+
+    def refusal(self, scope: Scope) -> Response | None:
+        """The answer to a request whose ``Host`` (DNS rebinding) or ``Origin`` (another site) this server refuses;
+        None when it may go on."""
+        headers = dict(scope["headers"])
+        host = headers.get(b"host", b"").decode("latin-1") or None
+        if not self.guard.host_ok(host):
+            return JSONResponse({"error": f"this server does not answer to host {(host or '')[:100]!r}",
+                                 "kind": "InvalidHost"}, status_code=400)
+        origin = headers.get(b"origin")
+        sent = None if origin is None else origin.decode("latin-1")
+        # A preflight (OPTIONS) reaches no endpoint and is never approved: it fails by itself (405, no CORS).
+        if scope["method"] != "OPTIONS" and not self.guard.origin_ok(sent):
+            return JSONResponse({"error": "requests from other sites are refused", "kind": "InvalidOrigin"},
+                                status_code=403)
+        return None
 
 
 def error_response(request: Request, exc: Exception) -> Response:

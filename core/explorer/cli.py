@@ -3,7 +3,7 @@
 
 Usage::
 
-    hindsight ui [--path DIR] [--port 8765] [--host 127.0.0.1] [--open]
+    hindsight ui [--path DIR] [--port 8765] [--host 127.0.0.1] [--open] [--tokens FILE]
     hindsight ui --graph bolt://host:7687 --vectors http://host:8000
 
 Like the other commands, nothing heavy is imported until the command runs; a missing store is an error
@@ -30,7 +30,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
         "ui", parents=[common], help="browse and audit a memory store in a local web page",
         description="Serves the memory explorer on a local port: memories by network with their provenance, "
                     "the entity graph, opinions over time, documents and jobs, and a recall playground with its "
-                    "trace. Reads are open on a loopback address; forgetting needs the token printed at start.",
+                    "trace. Reads are open on a loopback address; forgetting needs the token printed at start. "
+                    "With --tokens, every request needs a token of the file and reaches only its banks.",
     )
     add_ui_options(p)
     p.set_defaults(func=cmd_ui)
@@ -44,6 +45,10 @@ def add_ui_options(p: argparse.ArgumentParser) -> None:
                    help=f"address to listen on (default {DEFAULT_HOST}; any other address needs the token for "
                         "reads too)")
     p.add_argument("--open", dest="open_browser", action="store_true", help="open the page in a web browser")
+    p.add_argument("--tokens", metavar="FILE",
+                   help="accept the tokens of this file, each reaching only its banks (read or read-write; made "
+                        "with 'hindsight token add'); every request then needs one. Default "
+                        "$HINDSIGHT_TOKENS_FILE")
 
 
 def cmd_ui(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -55,10 +60,12 @@ def cmd_ui(args: argparse.Namespace) -> dict[str, Any] | None:
         raise ExplorerUnavailableError(
             f"the explorer needs the 'ui' extra ({exc.name} is missing): pip install 'hindsight-memory[ui]'"
         ) from exc
+    from ..access import access_from
     from .server import serve
 
+    access = access_from(getattr(args, "tokens", None), None)  # a named file is checked before anything starts
     where = location(args).require()
-    serve(where, host=args.host, port=args.port, open_browser=args.open_browser)
+    serve(where, host=args.host, port=args.port, open_browser=args.open_browser, tokens=access.file)
     return None
 
 

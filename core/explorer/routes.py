@@ -2,6 +2,7 @@
 
 Ids a caller chose (bank, document) travel in the query string or the JSON body, never in the path: they may
 hold ``/`` or ``%``. Reads are ``GET``; the one write is ``POST /api/forget`` (token required, see ``auth``).
+Every bank named is checked against the token's grant: outside it, a bank reads as one that does not exist.
 ``POST /api/recall`` is a read with a body. Endpoints are plain functions: Starlette runs them in its thread
 pool, where the stores' blocking calls belong.
 """
@@ -18,7 +19,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .. import __version__
-from ..errors import InvalidInputError
+from ..access import Grant, bearer
+from ..actor import acting_as
+from ..errors import BankNotFoundError, InvalidInputError
 from ..models import DocumentStatus, JobStatus, Network
 from ..validation import check_bank_id
 from .auth import TOKEN_HEADER, Guard
@@ -43,11 +46,36 @@ def _explorer(request: Request) -> Explorer:
     return explorer
 
 
-def _guard(request: Request, *, write: bool) -> None:
+def _guard(request: Request, *, write: bool) -> Grant:
+    """The request's grant (kept on ``request.state`` for ``_bank``); ``ForbiddenError`` without a valid token
+    where one is needed."""
     guard: Guard = request.app.state.guard
-    if (write or guard.reads_need_token) and not guard.token_ok(request.headers.get(TOKEN_HEADER)):
-        raise ForbiddenError("this needs the explorer's token (printed when 'hindsight ui' started; "
-                             f"sent as the {TOKEN_HEADER} header)")
+    presented = request.headers.get(TOKEN_HEADER) or bearer(request.headers.get("authorization"))
+    grant = guard.grant_for(presented, write=write)
+    if grant is None:
+        raise ForbiddenError("this needs an explorer token (printed when 'hindsight ui' started, or one of its "
+                             f"--tokens file; sent as the {TOKEN_HEADER} header)")
+    request.state.grant = grant
+    return grant
+
+
+def _readable(request: Request, bank_id: str) -> str:
+    """``bank_id`` if the request's token may read it; a bank outside its scope is reported exactly as a bank
+    that does not exist (``Explorer.bank``'s words), so its existence is not revealed."""
+    grant: Grant = request.state.grant
+    if not grant.can_read(bank_id):
+        raise BankNotFoundError(f"no bank {bank_id!r}")
+    return bank_id
+
+
+def _writable(request: Request, bank_id: str) -> str:
+    """``bank_id`` if the request's token may change it (``ForbiddenError`` for a read-only token)."""
+    grant: Grant = request.state.grant
+    _readable(request, bank_id)
+    if not grant.can_write(bank_id):
+        raise ForbiddenError(f"this token ({grant.token_id}) may read bank {bank_id!r} but not change it: its "
+                             f"scope is {grant.scope}")
+    return bank_id
 
 
 def _str(request: Request, name: str, *, required: bool = False) -> str | None:
@@ -62,7 +90,7 @@ def _str(request: Request, name: str, *, required: bool = False) -> str | None:
 def _bank(request: Request) -> str:
     value = _str(request, "bank", required=True)
     try:
-        return check_bank_id(value)
+        return _readable(request, check_bank_id(value))
     except ValueError as exc:
         raise InvalidInputError(str(exc)) from None
 
@@ -141,8 +169,9 @@ def health(request: Request) -> JSONResponse:
 
 
 def banks(ex: Explorer, request: Request) -> Any:
-    """Every bank with its number of memories."""
-    return {"banks": ex.banks()}
+    """Every bank the token may read, with its number of memories."""
+    grant: Grant = request.state.grant
+    return {"banks": grant.visible(ex.banks(), lambda b: str(b["id"]))}
 
 
 def bank(ex: Explorer, request: Request) -> Any:
@@ -242,6 +271,8 @@ async def recall(request: Request) -> JSONResponse:
         raise InvalidInputError("networks must be a list of network names")
     for n in networks or []:
         _enum(Network, n, "network")
+    if bank_id:
+        _readable(request, bank_id)
     result = await run_in_threadpool(
         _explorer(request).recall, bank_id, query, budget=budget, max_memories=max_memories, networks=networks,
         reference_time=_opt_str(body, "reference_time"),
@@ -253,13 +284,22 @@ async def forget(request: Request) -> JSONResponse:
     """``{bank, memory_id | document_id | entity}`` -> ``{deleted}``; needs the token."""
     from starlette.concurrency import run_in_threadpool
 
-    _guard(request, write=True)
+    grant = _guard(request, write=True)
     body = await _body(request)
     bank_id = _opt_str(body, "bank") or ""
     targets = {k: _opt_str(body, k) for k in ("memory_id", "document_id", "entity")}
     if sum(v is not None for v in targets.values()) != 1:
         raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-    result = await run_in_threadpool(_explorer(request).forget, bank_id, **targets)
+    if bank_id:
+        _writable(request, bank_id)
+    explorer = _explorer(request)
+
+    def forget_as() -> Any:
+        # Inside the worker thread, so the audit trail sees this surface and token whatever the pool does.
+        with acting_as("explorer", grant.token_id):
+            return explorer.forget(bank_id, **targets)
+
+    result = await run_in_threadpool(forget_as)
     return JSONResponse(result)
 
 

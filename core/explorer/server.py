@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from ..access import TokenFile
 from ..cli.net import is_loopback
 from ..stores.locate import StoreLocation
 from .auth import Guard
@@ -49,10 +50,12 @@ def serve(
     port: int = DEFAULT_PORT,
     open_browser: bool = False,
     out: Callable[..., None] = print,
+    tokens: TokenFile | None = None,
     **open_kwargs: Any,
 ) -> None:
     """Serve the explorer on ``host:port`` until interrupted; prints the address (with the token in its fragment,
-    which browsers never send to a server) and the token."""
+    which browsers never send to a server) and the token. With ``tokens`` (a token file), every request needs one
+    of its tokens and reaches only its banks; no token is printed then (unless ``$HINDSIGHT_UI_TOKEN`` is set)."""
     import uvicorn
 
     from ..hindsight import Hindsight
@@ -60,15 +63,18 @@ def serve(
 
     sock = bind(host, port)
     try:
-        guard = Guard.for_host(host)
+        guard = Guard.for_host(host, tokens=tokens)
         hs = Hindsight.open(where, start_worker=False, **open_kwargs)
         with hs:
             app = create_app(hs, guard)
             actual = sock.getsockname()[1]
             url = url_of(host, actual)
             out(f"Hindsight explorer for {where.describe()}")
-            out(f"  open:  {url}/#token={guard.token}")
-            out(f"  token: {guard.token}  (needed to forget{'' if guard.reads_need_token else '; reads are open'})")
+            if tokens is not None:
+                out(f"  open:  {url}/#token=TOKEN  (a token of {tokens.path}; each reaches only its banks)")
+            if guard.token is not None:
+                out(f"  open:  {url}/#token={guard.token}")
+                out(f"  token: {guard.token}  (needed to forget{'' if guard.reads_need_token else '; reads are open'})")
             if not is_loopback(host):
                 out(f"  warning: listening on {host}, not a loopback address: anyone who can reach it and has the "
                     "token can read and forget memories; the connection is not encrypted")
@@ -77,7 +83,7 @@ def serve(
             if open_browser:
                 import webbrowser
 
-                webbrowser.open(f"{url}/#token={guard.token}")
+                webbrowser.open(f"{url}/#token={guard.token}" if guard.token else url)
             config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
             uvicorn.Server(config).run(sockets=[sock])
     finally:

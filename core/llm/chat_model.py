@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 from ..errors import LLMError
 from .base import ChatMessage, MalformedOutputError, T
 from .openai_compat import parse_structured
+from .redact import display_url, scrub, url_secrets
 
 __all__ = ["ChatModelLLM"]
 
@@ -92,9 +93,9 @@ class ChatModelLLM:
         try:
             runnable = model.with_structured_output(schema, method=self.method, include_raw=True)
         except (TypeError, ValueError, NotImplementedError) as exc:
-            raise LLMError(
+            raise self._clean(LLMError(
                 f"{self._name}: with_structured_output(method={self.method!r}) is not supported: {exc}"
-            ) from exc
+            )) from None
         with self._lock:
             if len(self._runnables) >= _CACHE_LIMIT:
                 self._runnables.clear()
@@ -127,8 +128,9 @@ class ChatModelLLM:
         try:
             result = runnable.invoke(self.to_langchain_messages(messages))
         except Exception as exc:
-            raise self._wrap_error(exc) from exc
-        return self._unpack(result, schema)
+            # From None: the original exception's text may hold the key; the message keeps its type and words.
+            raise self._wrap_error(exc) from None
+        return self._scrubbed(self._unpack, result, schema)
 
     async def agenerate(
         self,
@@ -143,8 +145,8 @@ class ChatModelLLM:
         try:
             result = await runnable.ainvoke(self.to_langchain_messages(messages))
         except Exception as exc:
-            raise self._wrap_error(exc) from exc
-        return self._unpack(result, schema)
+            raise self._wrap_error(exc) from None
+        return self._scrubbed(self._unpack, result, schema)
 
     # -- results ---------------------------------------------------------------------------------
 
@@ -179,7 +181,44 @@ class ChatModelLLM:
             raw=raw_text,
         )
 
+    def _secrets(self) -> list[str]:
+        """The credentials the wrapped model holds: every secret field (``SecretStr``: ``api_key``,
+        ``openai_api_key``...) and the user name and password of every URL field (``base_url``...)."""
+        found: list[str] = []
+        fields = getattr(self.chat_model, "__dict__", {})
+        for value in list(fields.values()) if isinstance(fields, dict) else []:
+            reveal = getattr(value, "get_secret_value", None)
+            if callable(reveal):
+                secret = reveal()
+                if isinstance(secret, str):
+                    found.append(secret)
+            elif isinstance(value, str) and "://" in value:
+                found.extend(url_secrets(value))
+        return found
+
+    def _clean(self, error: LLMError) -> LLMError:
+        """``error`` with the model's credentials, URL userinfo and anything key-shaped masked (``redact``)."""
+        secrets = self._secrets()
+        message = scrub(str(error), secrets)
+        if isinstance(error, MalformedOutputError):
+            raw = None if error.raw is None else scrub(error.raw, secrets)
+            if message == str(error) and raw == error.raw:
+                return error
+            return MalformedOutputError(message, raw=raw)
+        return error if message == str(error) else LLMError(message)
+
+    def _scrubbed(self, unpack: Any, result: Any, schema: type[T]) -> T:
+        """``unpack(result, schema)``, its errors scrubbed as every error of this backend is."""
+        try:
+            value: T = unpack(result, schema)
+        except LLMError as exc:
+            raise self._clean(exc) from None
+        return value
+
     def _wrap_error(self, exc: Exception) -> LLMError:
+        return self._clean(self._describe(exc))
+
+    def _describe(self, exc: Exception) -> LLMError:
         if isinstance(exc, LLMError):
             return exc
         # openai's structured-output parser raises instead of reporting a parsing error when the answer
@@ -203,7 +242,7 @@ def _model_name(chat_model: Any) -> str:
     for attr in ("model_name", "model", "model_id"):
         value = getattr(chat_model, attr, None)
         if isinstance(value, str) and value:
-            return value
+            return display_url(value)  # a name that is a URL is shown without its credentials
     return type(chat_model).__name__
 
 

@@ -5,7 +5,7 @@ Built on the official ``mcp`` SDK (the optional ``mcp`` extra). Like the framewo
 logic: it translates MCP calls to the public ``Hindsight``/``Bank`` API and back.
 
 - ``schemas``: what the tools take and return (JSON-friendly models).
-- ``scope``: which banks a server may reach (all, or the one fixed with ``--bank``).
+- ``scope``: which banks a request may reach (all, or the one fixed with ``--bank``, within its token's grant).
 - ``errors``: library errors to clear tool errors.
 - ``tools``: the tool bodies and their registration.
 - ``resources``: the per-bank profile resource.

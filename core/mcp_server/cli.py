@@ -2,8 +2,8 @@
 
 Usage::
 
-    hindsight mcp [--path DIR | --graph bolt://... --vectors http://...] [--bank ID] [--http HOST:PORT]
-                  [--llm-url URL --llm-model NAME | --local-model NAME]
+    hindsight mcp [--path DIR | --graph bolt://... --vectors http://...] [--bank ID]
+                  [--http HOST:PORT [--tokens FILE]] [--llm-url URL --llm-model NAME | --local-model NAME]
 
 ``add_commands`` adds it to a ``hindsight`` parser; ``python -m hindsight_core.mcp_server ...`` runs it alone.
 Like the other commands, this module imports nothing heavy: the SDK and the engine are imported when the command
@@ -26,6 +26,7 @@ from ..errors import HindsightError
 if TYPE_CHECKING:
     from hindsight_core import Hindsight
 
+    from ..access import Access
     from ..llm.base import LLM
 
 SDK_MISSING = ("the MCP server needs the official MCP SDK, version 2: pip install 'hindsight-memory[mcp]' "
@@ -50,9 +51,13 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
     p.add_argument("--http", metavar="HOST:PORT", type=host_port,
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (127.0.0.1 keeps it on "
                         "this machine; port 0 picks a free one, printed on stderr)")
+    p.add_argument("--tokens", metavar="FILE",
+                   help="with --http: accept the tokens of this file, each scoped to its banks (read or "
+                        "read-write; made with 'hindsight token add'); default $HINDSIGHT_TOKENS_FILE")
     p.add_argument("--no-auth", action="store_true",
                    help="allow --http on a non-loopback address without a token (only on a network you trust); "
-                        "otherwise set $HINDSIGHT_MCP_TOKEN and have clients send Authorization: Bearer TOKEN")
+                        "otherwise give --tokens FILE or set $HINDSIGHT_MCP_TOKEN, and have clients send "
+                        "Authorization: Bearer TOKEN")
     llm = p.add_mutually_exclusive_group()
     llm.add_argument("--llm-url", help="OpenAI-compatible endpoint for reflect and extraction, e.g. "
                                        "http://127.0.0.1:8080/v1 (with --llm-model; key from "
@@ -72,19 +77,20 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
         raise UsageError(SDK_MISSING.format(error=exc)) from exc
     from ..cli.net import is_loopback
     from .server import build_server
-    from .transports import TOKEN_ENV, configured_token, serve_http, serve_stdio
+    from .transports import TOKEN_ENV, serve_http, serve_stdio
 
-    token = configured_token() if args.http is not None else None
-    if args.http is not None and token is None and not is_loopback(args.http[0]) and not args.no_auth:
+    access = server_access(args)
+    if args.http is not None and not access.required and not is_loopback(args.http[0]) and not args.no_auth:
         raise UsageError(f"refusing to serve {args.http[0]} without authentication: anyone who can reach the port "
-                         f"could read and change these memories; set ${TOKEN_ENV} (clients then send "
-                         "Authorization: Bearer TOKEN), or pass --no-auth on a network you trust")
+                         f"could read and change these memories; give --tokens FILE or set ${TOKEN_ENV} (clients "
+                         "then send Authorization: Bearer TOKEN), or pass --no-auth on a network you trust")
     model = choose_llm(args)
     where = describe_store(args)
     with _sigterm_interrupts() as closing, open_store(args, model) as hs:
         if args.bank is not None:
             hs.bank(args.bank)  # created now, and a malformed id is reported before anything is served
-        server = build_server(hs, bank=args.bank, log_level="INFO" if args.verbose else "WARNING")
+        server = build_server(hs, bank=args.bank, log_level="INFO" if args.verbose else "WARNING",
+                              tokens_required=access.required)
         what = f"bank {args.bank!r}" if args.bank is not None else "every bank"
         try:
             if args.http is None:
@@ -92,19 +98,32 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
                 anyio.run(serve_stdio, server)
             else:
                 host, port = args.http
-                if token is None and not is_loopback(host):
+                if not access.required and not is_loopback(host):
                     _say(f"warning: listening on {host} without authentication (--no-auth): anyone who can reach "
                          "this port can read and change these memories")
-                guarded = " (bearer token required)" if token is not None else ""
+                guarded = " (bearer token required)" if access.required else ""
                 announce = functools.partial(_announce, f"serving {what} of {where}{guarded} at")
                 anyio.run(functools.partial(serve_http, server, host, port, announce=announce,
-                                            log_level="info" if args.verbose else "warning", token=token))
+                                            log_level="info" if args.verbose else "warning", access=access))
         except KeyboardInterrupt:
             # Ctrl-C or SIGTERM is how a server is meant to stop: the store is closed below, exit status 0.
             _say("stopped")
         finally:
             closing()
     return None
+
+
+def server_access(args: argparse.Namespace) -> Access:
+    """The tokens an HTTP server accepts: ``--tokens`` (else ``$HINDSIGHT_TOKENS_FILE``) and
+    ``$HINDSIGHT_MCP_TOKEN`` (read-write on every bank); none on stdio, whose one client started the server."""
+    from ..access import Access, access_from
+    from .transports import configured_token
+
+    if args.http is None:
+        if args.tokens:
+            raise UsageError("--tokens goes with --http (a stdio server has one client: the process that started it)")
+        return Access()
+    return access_from(args.tokens, configured_token())
 
 
 def choose_llm(args: argparse.Namespace) -> LLM | None:

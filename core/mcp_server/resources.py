@@ -19,7 +19,7 @@ from mcp_types import Resource
 from hindsight_core import BankNotFoundError, Hindsight, InvalidInputError
 from hindsight_core.cli.run import one_line
 
-from .scope import BankScope
+from .scope import BankScope, unknown_bank_message
 
 PROFILE_TEMPLATE = "hindsight://banks/{bank_id}/profile"
 """The profile resource's URI template; the bank id is percent-encoded in it."""
@@ -36,6 +36,8 @@ def read_profile(hs: Hindsight, scope: BankScope, bank_id: str) -> str:
     """A bank's profile as JSON; ``ResourceNotFoundError`` for a bank that does not exist or is out of scope."""
     if not scope.allows(bank_id):
         raise ResourceNotFoundError(f"unknown bank: {scope.refusal(bank_id)}")
+    if not scope.readable(bank_id):  # outside the token's banks: worded as a bank that does not exist
+        raise ResourceNotFoundError(f"unknown bank: {unknown_bank_message(bank_id)}")
     try:
         profile = hs.bank(bank_id, create=False).profile
     except (BankNotFoundError, InvalidInputError) as exc:
@@ -46,7 +48,7 @@ def read_profile(hs: Hindsight, scope: BankScope, bank_id: str) -> str:
 
 
 def profile_resources(hs: Hindsight, scope: BankScope) -> list[Resource]:
-    """One profile resource per bank this server can reach."""
+    """One profile resource per bank the running request can reach."""
     return [
         Resource(uri=profile_uri(p.id), name=f"{p.id} profile", title=f"Profile of bank {p.name}",
                  description="the bank's name, first-person background and default disposition",

@@ -31,7 +31,7 @@ from .schemas import (
     ReflectOut,
     RetainOut,
 )
-from .scope import BankScope
+from .scope import BankScope, unknown_bank_message
 
 # Argument types, with the descriptions a calling model reads.
 Budget = Annotated[int, Field(ge=1, le=100_000, description="token budget: as many memories as fit, best first")]
@@ -59,9 +59,16 @@ class MemoryTools:
         self._hs = hs
         self._scope = scope
 
-    async def _bank(self, bank_id: str, *, create: bool) -> Bank:
+    async def _bank(self, bank_id: str, *, create: bool, write: bool = False) -> Bank:
         if not self._scope.allows(bank_id):  # unreachable through bound tools; kept for direct callers
             raise HindsightToolError("unknown bank", self._scope.refusal(bank_id))
+        grant = self._scope.grant()
+        if not grant.can_read(bank_id):
+            # Outside the token's banks: the same words as a bank that does not exist (existence is not revealed).
+            raise HindsightToolError("unknown bank", unknown_bank_message(bank_id))
+        if write and not grant.can_write(bank_id):
+            raise HindsightToolError("permission denied", f"this token ({grant.token_id}) may read bank "
+                                                          f"{bank_id!r} but not change it: its scope is {grant.scope}")
         with reported():
             try:
                 return await asyncio.to_thread(self._hs.bank, bank_id, create=create)
@@ -92,7 +99,7 @@ class MemoryTools:
         Returns the stored document's id and its memories, each with its id, sources and dates; with extract, the
         job that adds the model's facts (``job_id``).
         """
-        target = await self._bank(bank, create=True)
+        target = await self._bank(bank, create=True, write=True)
         payload: str | list[dict[str, Any]] = (
             content if isinstance(content, str) else [m.model_dump(exclude_none=True) for m in content]
         )
@@ -147,9 +154,10 @@ class MemoryTools:
         """Answer a question from memory in the bank's own voice and disposition, forming opinions if asked to judge.
 
         Recalls first, then asks a language model once. Returns the answer, the memories it relied on and any
-        opinions formed (stored in the bank). Disposition traits given here override the bank's for this call.
+        opinions formed (stored in the bank, so
+        it needs a read-write token). Disposition traits given here override the bank's for this call.
         """
-        target = await self._bank(bank, create=False)
+        target = await self._bank(bank, create=False, write=True)
         overrides = {name: value for name, value in (("skepticism", skepticism), ("literalism", literalism),
                                                      ("empathy", empathy), ("bias", bias)) if value is not None}
         with reported():
@@ -174,7 +182,7 @@ class MemoryTools:
 
         Give exactly one of memory_id, document_id or entity. Returns how many memories were deleted.
         """
-        target = await self._bank(bank, create=False)
+        target = await self._bank(bank, create=False, write=True)
         with reported():
             deleted = await target.aforget(memory_id=memory_id, document_id=document_id, entity=entity)
         return ForgetOut(bank=target.id, deleted=deleted)

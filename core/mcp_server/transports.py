@@ -5,15 +5,14 @@ output (a library's print, a native library's log) cannot corrupt the messages. 
 bound here, before serving starts, so an address in use is an ``OSError`` naming it (uvicorn would exit the
 process instead), and port 0 picks a free port that the ``announce`` callback reports.
 
-With a token (``$HINDSIGHT_MCP_TOKEN``) every HTTP request must carry ``Authorization: Bearer TOKEN``; any
-other gets 401 before it reaches the SDK. The token comes from the environment, never the command line, where
-``ps`` would show it.
+With tokens (a token file, ``--tokens``; or one token in ``$HINDSIGHT_MCP_TOKEN``) every HTTP request must carry
+``Authorization: Bearer TOKEN``; any other gets 401 before it reaches the SDK, and a token reaches only the banks
+it grants (``hindsight_core.access``). Tokens never come from the command line, where ``ps`` would show them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import os
 import socket
@@ -23,7 +22,9 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 
+from ..access import Access, bearer
 from ..cli.net import is_loopback
+from .scope import GRANT_KEY
 
 MCP_PATH = "/mcp"
 """Where the streamable HTTP endpoint is mounted."""
@@ -39,32 +40,37 @@ def configured_token(environ: Mapping[str, str] = os.environ) -> str | None:
 
 
 class BearerTokenGuard:
-    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401 and never reach
-    ``app``; lifespan events pass through. The comparison takes constant time."""
+    """ASGI middleware: an HTTP request must carry ``Authorization: Bearer <token>`` with a token ``access``
+    accepts; its grant is left in the ASGI scope (``scope.GRANT_KEY``) for the tools to check banks against. Any
+    other request gets 401 and never reaches ``app``; lifespan events pass through. Tokens are compared in
+    constant time (``hindsight_core.access``)."""
 
-    def __init__(self, app: Any, token: str) -> None:
-        """Guard ``app`` with ``token`` (non-empty)."""
-        if not token:
-            raise ValueError("the token is empty")
+    def __init__(self, app: Any, access: Access) -> None:
+        """Guard ``app`` with the tokens of ``access`` (at least one must be configured)."""
+        if not access.required:
+            raise ValueError("no token is configured")
         self.app = app
-        self._expected = f"Bearer {token}".encode()
+        self.access = access
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Refuse or forward one ASGI connection."""
         if scope["type"] in ("http", "websocket"):
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self._expected):
+            given = dict(scope.get("headers") or []).get(b"authorization", b"").decode("latin-1")
+            # Hashing a token against the file is quick, but the file may be re-read: off the event loop.
+            grant = await asyncio.to_thread(self.access.authenticate, bearer(given))
+            if grant is None:
                 if scope["type"] == "websocket":
                     await send({"type": "websocket.close", "code": 1008})
                     return
-                body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token> "
-                                            f"(the server's ${TOKEN_ENV})"}).encode()
+                body = json.dumps({"error": "unauthorized: send Authorization: Bearer <token> (the server's "
+                                            f"${TOKEN_ENV}, or a token of its --tokens file)"}).encode()
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"application/json"),
                                         (b"www-authenticate", b'Bearer realm="hindsight-mcp"'),
                                         (b"content-length", str(len(body)).encode())]})
                 await send({"type": "http.response.body", "body": body})
                 return
+            scope = {**scope, GRANT_KEY: grant}
         await self.app(scope, receive, send)
 
 
@@ -121,12 +127,13 @@ def endpoint_url(sock: socket.socket) -> str:
 
 async def serve_http(server: MCPServer[Any], host: str, port: int, *,
                      announce: Callable[[str], None] = lambda url: None, log_level: str = "warning",
-                     token: str | None = None) -> None:
+                     access: Access | None = None) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (Ctrl-C or SIGTERM).
 
     ``announce`` is called with the endpoint's URL once the server accepts connections. On a loopback host, however
     it is spelled, requests whose ``Host`` or ``Origin`` header names another site are refused (DNS rebinding:
-    ``transport_security``). With ``token``, requests must carry ``Authorization: Bearer <token>``.
+    ``transport_security``). With ``access`` (a token file, the environment's token), requests must carry
+    ``Authorization: Bearer <token>`` and reach only the banks that token grants.
     """
     import uvicorn
 
@@ -134,8 +141,8 @@ async def serve_http(server: MCPServer[Any], host: str, port: int, *,
     url = endpoint_url(sock)
     app: Any = server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
                                           transport_security=transport_security(host, sock.getsockname()[1]))
-    if token is not None:
-        app = BearerTokenGuard(app, token)
+    if access is not None and access.required:
+        app = BearerTokenGuard(app, access)
     config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
     http = uvicorn.Server(config)
     serving = asyncio.ensure_future(http.serve(sockets=[sock]))
