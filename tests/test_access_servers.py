@@ -219,6 +219,7 @@ def test_explorer_scoped_token_sees_and_names_only_its_banks(world: World, explo
     assert recalled.status_code == 200 and "b-vault" in json.dumps(recalled.json())
     denied = explorer.post("/api/forget", json={"bank": "b", "document_id": "b-seed"}, headers=_as(world, "bob"))
     assert denied.status_code == 403 and denied.json()["error"].startswith("this token (bob) may read bank 'b'")
+    assert denied.json()["kind"] == "ReadOnlyError"  # the page keeps a read-only token (confirm.js)
     assert world.documents("b") == {"b-seed"}
 
     world.hs.bank("a").retain("A note to forget.", document_id="a-explorer", extract=False)

@@ -37,6 +37,10 @@ class ForbiddenError(Exception):
     """A request without the explorer's token where one is needed (HTTP 403)."""
 
 
+class ReadOnlyError(ForbiddenError):
+    """A write with a token that may only read this bank (HTTP 403; the page keeps the token, unlike a wrong one)."""
+
+
 class UnsupportedMediaError(Exception):
     """A write whose body is not JSON (HTTP 415): only JSON requests need a CORS preflight."""
 
@@ -69,11 +73,11 @@ def _readable(request: Request, bank_id: str) -> str:
 
 
 def _writable(request: Request, bank_id: str) -> str:
-    """``bank_id`` if the request's token may change it (``ForbiddenError`` for a read-only token)."""
+    """``bank_id`` if the request's token may change it (``ReadOnlyError`` for a read-only token)."""
     grant: Grant = request.state.grant
     _readable(request, bank_id)
     if not grant.can_write(bank_id):
-        raise ForbiddenError(f"this token ({grant.token_id}) may read bank {bank_id!r} but not change it: its "
+        raise ReadOnlyError(f"this token ({grant.token_id}) may read bank {bank_id!r} but not change it: its "
                              f"scope is {grant.scope}")
     return bank_id
 

@@ -52,7 +52,8 @@ export async function forget(bank, target, { title, message, onDone }) {
     if (onDone) onDone(result);
     return result.deleted;
   } catch (err) {
-    if (err.status === 403) api.setToken('');
+    // A wrong token is forgotten so the next try asks again; a read-only one stays (reads still work).
+    if (err.status === 403 && err.kind !== 'ReadOnlyError') api.setToken('');
     toast(`Not forgotten: ${err.message}`);
     return null;
   }
