@@ -373,3 +373,29 @@ class Recall(BaseModel):
     def to_context(self) -> str:
         """The memories' texts, one per line, ready to put in a prompt (``tokens`` counts the texts)."""
         return "\n".join(m.text for m in self.memories)
+
+
+AUDIT_MAX_IDS = 100
+"""The most memory ids one audit entry lists (``counts`` holds the totals): a 2,000-message retain is one entry
+of bounded size."""
+
+
+class AuditEntry(BaseModel):
+    """One write or forget in a bank's audit trail: when, through which surface, with which token, what changed.
+
+    ``surface`` is ``api`` (a Python caller), ``cli``, ``mcp`` or ``explorer``; ``token_id`` names the token a
+    network caller used (its id, never the token itself). ``operation`` is the public call (``retain``, ``forget``,
+    ``delete_bank``, ``import``, ...); ``memory_ids`` lists at most ``AUDIT_MAX_IDS`` of the memories it stored or
+    deleted and ``counts`` the totals; ``summary`` is a short line for people.
+    """
+
+    id: str
+    bank_id: str
+    at: datetime
+    surface: str
+    token_id: str | None = None
+    operation: str
+    document_id: str | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    summary: str = ""

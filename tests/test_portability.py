@@ -170,7 +170,7 @@ def assert_no_bank(hs: Hindsight, bank_id: str) -> None:
 def test_round_trip_without_vectors_is_exact(source: Hindsight, target: Hindsight, tmp_path: Path) -> None:
     exported = source.bank(SOURCE).export(tmp_path / "bank.jsonl")
     assert exported.counts == {"bank": 1, "document": 3, "entity": 6, "unit": 10, "link": exported.counts["link"],
-                               "opinion_history": 2}
+                               "opinion_history": 2, "audit": exported.counts["audit"]}
     assert exported.networks == {"observation": 1, "opinion": 2, "world": 7} and not exported.with_vectors
 
     report = target.import_bank(tmp_path / "bank.jsonl")
@@ -195,7 +195,7 @@ def test_round_trip_with_vectors_gzip_copies_the_vectors(source: Hindsight, targ
     assert path.read_bytes()[:2] == b"\x1f\x8b"
     lines = gzip.decompress(path.read_bytes()).decode().splitlines()
     header = json.loads(lines[0])
-    assert (header["format"], header["version"], header["vectors"]) == ("hindsight-bank", 1, True)
+    assert (header["format"], header["version"], header["vectors"]) == ("hindsight-bank", 2, True)
     assert header["embedder"] == {"name": EMBEDDER.name, "dimension": EMBEDDER.dimension}
     assert json.loads(lines[-1])["record"] == "end"
 
@@ -216,6 +216,10 @@ def test_round_trip_with_vectors_gzip_copies_the_vectors(source: Hindsight, targ
     target.bank(SOURCE).export(again, with_vectors=True)
     first, second = ([json.loads(line) for line in gzip.decompress(p.read_bytes()).splitlines()[1:-1]]
                      for p in (path, again))
+    # ... and the trail carries over, with the import's own entry after it.
+    assert [r for r in second if r["record"] == "audit"][:-1] == [r for r in first if r["record"] == "audit"]
+    assert [r for r in second if r["record"] == "audit"][-1]["operation"] == "import"
+    first, second = ([r for r in f if r["record"] != "audit"] for f in (first, second))
     assert [{k: v for k, v in r.items() if k != "vector"} for r in first] == \
         [{k: v for k, v in r.items() if k != "vector"} for r in second]
     dim = header["embedder"]["dimension"]
@@ -324,10 +328,10 @@ def test_a_damaged_file_is_refused_naming_the_line_and_leaves_nothing(
 def test_a_newer_format_version_is_refused(exported: Path, target: Hindsight, tmp_path: Path) -> None:
     def newer(lines: list[bytes]) -> bytes:
         header = json.loads(lines[0])
-        header["version"] = 2
+        header["version"] = 3
         return json.dumps(header).encode() + b"\n" + b"".join(lines[1:])
 
-    with pytest.raises(ArchiveError, match=r"line 1: format version 2 is newer"):
+    with pytest.raises(ArchiveError, match=r"line 1: format version 3 is newer"):
         target.import_bank(damaged(exported, tmp_path, newer))
 
 

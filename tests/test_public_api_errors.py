@@ -74,6 +74,11 @@ VALID: dict[str, dict[str, Any]] = {
     "await_idle": {"timeout": 0.0},
     "bank": {"bank_id": "walk"},
     "delete_bank": {"bank_id": "no-such-bank"},
+    "audit": {"limit": 5},
+    "aaudit": {"limit": 5},
+    # the int8 MiniLM records MiniLM's name: the bank still opens with the walk's embedder afterwards
+    "reembed": {"embedder": "minilm-int8"},
+    "areembed": {"embedder": "minilm-int8"},
 }
 SKIP = {"hindsight", "profile", "open", "close", "recover", "notify_worker", "llm"}  # not argument-taking calls
 

@@ -21,6 +21,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from .run import cli_write
+
 if TYPE_CHECKING:
     from .. import Hindsight
     from ..portability.migrate import BankMigration
@@ -92,6 +94,7 @@ def cmd_export(args: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
+@cli_write
 def cmd_import(args: argparse.Namespace) -> dict[str, Any] | None:
     """``import FILE [--bank NEW] [--replace]``."""
     with _open(args, must_exist=False) as hs:
@@ -133,6 +136,7 @@ def _describe(bank: BankMigration) -> list[str]:
     return lines
 
 
+@cli_write
 def cmd_migrate(args: argparse.Namespace) -> dict[str, Any] | None:
     """``migrate --from PATH --to-graph URI --to-vectors URL [--bank ID ...] [--replace]``."""
     from .. import Hindsight

@@ -4,10 +4,29 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import sys
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..actor import acting_as
 
 EXIT_ERROR = 2
+
+R = TypeVar("R")
+
+
+def cli_write(command: Callable[[argparse.Namespace], R]) -> Callable[[argparse.Namespace], R]:
+    """A command that writes: what it changes is recorded in the audit trail as made through the ``cli``
+    surface (the servers, ``hindsight mcp`` and ``ui``, name their own surface per request instead)."""
+
+    @functools.wraps(command)
+    def run(args: argparse.Namespace) -> R:
+        with acting_as("cli"):
+            return command(args)
+
+    return run
 
 
 def one_line(exc: BaseException) -> str:

@@ -4,7 +4,7 @@ what import writes. ``validate`` checks that it is whole and self-consistent bef
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -13,6 +13,8 @@ from ..validation import check_bank_id
 from .errors import ArchiveError
 from .format import (
     RECORD_KINDS,
+    SINCE_VERSION,
+    AuditRecord,
     BankRecord,
     DocumentRecord,
     EntityRecord,
@@ -20,6 +22,7 @@ from .format import (
     LinkRecord,
     OpinionHistoryRecord,
     UnitRecord,
+    decode_vector,
 )
 
 
@@ -28,24 +31,41 @@ class BankArchive:
     """A bank's records (unit records without their vectors, which live in ``vectors`` by unit id).
 
     ``lines`` maps a kind to the file line of each of its records (same order as the list), for error messages;
-    an archive read from a store has none.
+    an archive read from a store has none. An archive streamed from a file (``jsonl.read_archive(stream=True)``)
+    holds ``FileRecords`` for documents, units, links and audit entries (read from the file on each iteration) and,
+    with ``vectors_inline``, its unit records carry their vectors themselves (``vector_of``).
     """
 
     header: HeaderRecord
     bank: BankRecord
-    documents: list[DocumentRecord] = field(default_factory=list)
+    documents: Collection[DocumentRecord] = field(default_factory=list)
     entities: list[EntityRecord] = field(default_factory=list)
-    units: list[UnitRecord] = field(default_factory=list)
-    links: list[LinkRecord] = field(default_factory=list)
+    units: Collection[UnitRecord] = field(default_factory=list)
+    links: Collection[LinkRecord] = field(default_factory=list)
     opinions: list[OpinionHistoryRecord] = field(default_factory=list)
+    audit: Collection[AuditRecord] = field(default_factory=list)
     vectors: dict[str, np.ndarray] | None = None
+    vectors_inline: bool = False
     lines: dict[str, list[int]] = field(default_factory=dict)
     path: str | None = None
 
     def counts(self) -> dict[str, int]:
         """Records per kind, as the header lists them."""
         return {"bank": 1, "document": len(self.documents), "entity": len(self.entities), "unit": len(self.units),
-                "link": len(self.links), "opinion_history": len(self.opinions)}
+                "link": len(self.links), "opinion_history": len(self.opinions), "audit": len(self.audit)}
+
+    @property
+    def has_vectors(self) -> bool:
+        """Whether the archive holds a vector for every unit."""
+        return self.vectors is not None or self.vectors_inline
+
+    def vector_of(self, unit: UnitRecord) -> np.ndarray:
+        """A unit's vector (``has_vectors`` must hold)."""
+        if unit.vector is not None:
+            return decode_vector(unit.vector, self.header.embedder.dimension)
+        if self.vectors is None:
+            raise KeyError(unit.id)
+        return self.vectors[unit.id]
 
     def networks(self) -> dict[str, int]:
         """Unit records per network (networks without units are left out)."""
@@ -68,7 +88,9 @@ class BankArchive:
             raise self._fail(f"bank record {self.bank.id!r} does not match the header's {self.header.bank_id!r}",
                              "bank")
         counts = self.counts()
-        expected = {kind: self.header.counts.get(kind) for kind in RECORD_KINDS}
+        # A file older than a kind holds none of it and does not count it.
+        expected = {kind: self.header.counts.get(kind, 0 if self.header.version < SINCE_VERSION.get(kind, 0) else None)
+                    for kind in RECORD_KINDS}
         if counts != expected or set(self.header.counts) - set(RECORD_KINDS):
             wrong = [f"{k}: header {expected.get(k)}, file {counts.get(k)}" for k in RECORD_KINDS
                      if counts.get(k) != expected.get(k)] or [f"unknown kinds {sorted(self.header.counts)}"]
@@ -80,6 +102,7 @@ class BankArchive:
         unit_ids = self._unique("unit", [u.id for u in self.units])
         self._unique("link", [f"{k.source_id} -> {k.target_id} ({k.type.value})" for k in self.links])
         self._unique("opinion_history", [o.opinion_id for o in self.opinions])
+        self._unique("audit", [a.id for a in self.audit])
         for i, unit in enumerate(self.units):
             unknown = [e for e in unit.entities if e not in entity_ids]
             if unknown:
@@ -96,7 +119,7 @@ class BankArchive:
             if networks.get(opinion.opinion_id) != "opinion":
                 raise self._fail(f"opinion history of {opinion.opinion_id!r}, which is not an opinion unit of the "
                                  "file", "opinion_history", i)
-        if self.header.vectors:
+        if self.header.vectors and not self.vectors_inline:  # streamed units were checked as they were read
             missing = [u.id for u in self.units if self.vectors is None or u.id not in self.vectors]
             if missing:
                 index = next(i for i, u in enumerate(self.units) if u.id == missing[0])

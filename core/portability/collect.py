@@ -3,9 +3,9 @@
 What is read, and from where: the profile (``BankStore.get_bank``), raw documents (``DocumentStore``), entities
 (``EntityStore.list_entities``), every unit with its fields (``UnitStore.unit_ids``/``get_units``), mentions (a
 unit's entity names resolved to entity ids), links (``UnitStore.neighbors`` with every link type and no entity
-hops), document order (``units_of_document``), opinion histories and applied evidence (``OpinionStore``) and,
-when asked, vectors (``VectorIndex.get_embeddings``). Jobs, leases and vector marks are process state, not
-memory, and are not read.
+hops), document order (``units_of_document``), opinion histories and applied evidence (``OpinionStore``), the
+audit trail (``AuditLog``) and, when asked, vectors (``VectorIndex.get_embeddings``). Jobs, leases and vector
+marks are process state, not memory, and are not read.
 
 Units are ordered as they were stored: grouped by document (in document order), groups by when their units were
 created. On a store with snapshots (the SQLite store on a file) every read of the graph is made in one read
@@ -27,13 +27,14 @@ import numpy as np
 
 from ..engine import Engine
 from ..errors import BankNotFoundError, StoreError
-from ..models import Document, Entity, LinkType, Memory, Network, utcnow
+from ..models import AuditEntry, Document, Entity, LinkType, Memory, Network, utcnow
 from ..stores.base import Snapshots
 from ..vectors.unit_text import stored_embedding_texts
 from .archive import BankArchive
 from .errors import ArchiveError
 from .format import (
     FORMAT_VERSION,
+    AuditRecord,
     BankRecord,
     DocumentRecord,
     EmbedderInfo,
@@ -49,6 +50,7 @@ from .format import (
 log = logging.getLogger(__name__)
 
 CHUNK = 500
+AUDIT_PAGE = 5000
 
 
 def _chunks(ids: Sequence[str], size: int = CHUNK) -> list[list[str]]:
@@ -140,6 +142,16 @@ def _vectors(engine: Engine, bank_id: str, units: list[Memory]) -> dict[str, np.
     return {u.id: np.asarray(found[u.id], dtype=np.float32) for u in units}
 
 
+def _audit(engine: Engine, bank_id: str) -> list[AuditEntry]:
+    """The bank's whole audit trail, oldest first (paged: a long trail is read a page at a time)."""
+    out: list[AuditEntry] = []
+    while True:
+        page = engine.store.audit_entries(bank_id, limit=AUDIT_PAGE, offset=len(out), oldest_first=True)
+        out += page
+        if len(page) < AUDIT_PAGE:
+            return out
+
+
 def collect_bank(engine: Engine, bank_id: str, *, with_vectors: bool = False) -> BankArchive:
     """Everything stored for ``bank_id`` as a validated ``BankArchive`` (``BankNotFoundError`` if there is no such
     bank; ``StoreError`` when it changed under the read so that its parts no longer fit together)."""
@@ -188,6 +200,7 @@ def _collect(engine: Engine, bank_id: str, with_vectors: bool) -> BankArchive:
         units=[unit_record(u, mentions[u.id]) for u in units],
         links=links,
         opinions=opinions,
+        audit=[AuditRecord.of(e) for e in _audit(engine, bank_id)],
         vectors=_vectors(engine, bank_id, units) if with_vectors else None,
     )
     archive.header = archive.header.model_copy(update={"counts": archive.counts(), "networks": archive.networks()})

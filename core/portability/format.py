@@ -1,8 +1,9 @@
-"""The bank file format ``hindsight-bank``, version 1: one JSON object per line (JSONL), gzip when the file name ends
+"""The bank file format ``hindsight-bank``, version 2: one JSON object per line (JSONL), gzip when the file name ends
 in ``.gz``. ``docs/PORTABILITY.md`` describes it field by field; these models are its executable definition.
 
 Line 1 is the ``header``, line 2 the ``bank`` profile, then every ``document``, ``entity``, ``unit`` (memories of all
-four networks, observations included), ``link`` and ``opinion_history`` record, and the last line is ``end`` (how
+four networks, observations included), ``link``, ``opinion_history`` and ``audit`` record (the bank's audit trail,
+oldest first; version 2, a version-1 file has none), and the last line is ``end`` (how
 many lines came before it and their SHA-256: a file cut at a line boundary, or altered after export, is detected).
 Each object names its kind in ``record``. Times are ISO-8601 in UTC; vectors, when written, are base64 of
 little-endian float32 (the source index's values, bit for bit). Unknown fields are errors: a damaged line is refused,
@@ -21,6 +22,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
 
 from ..config import Settings
 from ..models import (
+    AUDIT_MAX_IDS,
+    AuditEntry,
     Disposition,
     DocumentKind,
     DocumentStatus,
@@ -46,11 +49,14 @@ beyond the line's (retain does not cap these either)."""
 a terminal escape planted in a file must not reach a terminal through ``hindsight recall``)."""
 
 FORMAT_NAME = "hindsight-bank"
-FORMAT_VERSION = 1
-"""Bumped on any change a version-1 reader could not read; readers refuse files of a newer version."""
+FORMAT_VERSION = 2
+"""Bumped on any change an older reader could not read; readers refuse files of a newer version. Version 2 added
+``audit`` records (a version-1 file, which has none, still reads)."""
 
-RECORD_KINDS = ("bank", "document", "entity", "unit", "link", "opinion_history")
+RECORD_KINDS = ("bank", "document", "entity", "unit", "link", "opinion_history", "audit")
 """The kinds counted in the header, in file order (``header`` and ``end`` frame them)."""
+SINCE_VERSION = {"audit": 2}
+"""Kinds a file of an older version does not count in its header (it holds none of them)."""
 
 def generator() -> str:
     """Which library wrote a file (informational)."""
@@ -195,6 +201,30 @@ class OpinionHistoryRecord(_Record):
     applied_evidence: list[str]
 
 
+class AuditRecord(_Record):
+    """One entry of the bank's audit trail (``models.AuditEntry`` without the bank id, which is the file's)."""
+
+    record: Literal["audit"] = "audit"
+    id: RecordId
+    at: datetime
+    surface: Annotated[str, Field(max_length=32), AfterValidator(check_printable)]
+    token_id: Annotated[str, Field(max_length=200), AfterValidator(check_printable)] | None
+    operation: Annotated[str, Field(max_length=64), AfterValidator(check_printable)]
+    document_id: RecordId | None
+    memory_ids: list[RecordId] = Field(max_length=AUDIT_MAX_IDS)
+    counts: dict[str, int]
+    summary: Annotated[str, Field(max_length=1000), AfterValidator(check_printable)]
+
+    @classmethod
+    def of(cls, entry: AuditEntry) -> AuditRecord:
+        """The record of a stored entry."""
+        return cls(**entry.model_dump(exclude={"bank_id"}))
+
+    def entry(self, bank_id: str) -> AuditEntry:
+        """The entry in bank ``bank_id``."""
+        return AuditEntry(bank_id=bank_id, **self.model_dump(exclude={"record"}))
+
+
 class EndRecord(_Record):
     """The last line: how many lines precede it and the SHA-256 of their bytes."""
 
@@ -205,7 +235,7 @@ class EndRecord(_Record):
 
 Record = Annotated[
     HeaderRecord | BankRecord | DocumentRecord | EntityRecord | UnitRecord | LinkRecord | OpinionHistoryRecord
-    | EndRecord,
+    | AuditRecord | EndRecord,
     Field(discriminator="record"),
 ]
 RECORD = TypeAdapter(Record)

@@ -4,25 +4,39 @@ Unit and entity ids are unique across a whole store (not per bank), so a clone i
 (``import bank.jsonl --bank copy``) cannot reuse them. Under a new bank id every unit and entity id becomes
 ``uuid5(namespace, new bank id + old id)``: deterministic (importing the same file under the same id again gives
 the same ids) and distinct per target bank. Every reference follows: mentions, links, opinion histories and
-their evidence, applied evidence, observation document ids (``observation:<entity id>``) and the id lists the
-engine keeps in unit metadata (an opinion's ``based_on``, an observation's ``facts`` and ``entity_id``).
+their evidence, applied evidence, the memory ids of audit entries, observation document ids
+(``observation:<entity id>``) and the id lists the engine keeps in unit metadata (an opinion's ``based_on``, an
+observation's ``facts`` and ``entity_id``).
 Document ids are per bank already and stay as they are. Under the same bank id nothing changes.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Collection
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
 
 from ..reflect.observation_job import observation_document_id
 from .archive import BankArchive
-from .format import EventRecord
+from .format import AuditRecord, EventRecord, LinkRecord, UnitRecord
+from .jsonl import FileRecords
+
+R = TypeVar("R", bound=BaseModel)
 
 NAMESPACE = uuid.UUID("5b1f2d8e-8c57-4a7e-9d3e-4f1f8b6a2c10")
 OBSERVATION_PREFIX = observation_document_id("")
 # Unit metadata written by the engine that holds unit ids (opinions: based_on; observations: facts).
 _UNIT_ID_LISTS = ("based_on", "facts")
+
+
+def _each(records: Collection[R], fn: Callable[[R], R]) -> Collection[R]:
+    """``fn`` applied to every record: at once for a list, as they are read for records streamed from a file."""
+    if isinstance(records, FileRecords):
+        return records.mapped(fn)
+    return [fn(r) for r in records]
 
 
 def new_id(bank_id: str, old: str) -> str:
@@ -56,18 +70,26 @@ def remap(archive: BankArchive, bank_id: str) -> BankArchive:
     def event(e: EventRecord) -> EventRecord:
         return e.model_copy(update={"evidence": [f(x) for x in e.evidence]})
 
+    def unit(u: UnitRecord) -> UnitRecord:
+        return u.model_copy(update={"id": f(u.id), "entities": [f(e) for e in u.entities],
+                                    "document_id": document(u.document_id), "metadata": metadata(u.metadata)})
+
+    def link(k: LinkRecord) -> LinkRecord:
+        return k.model_copy(update={"source_id": f(k.source_id), "target_id": f(k.target_id)})
+
+    def entry(a: AuditRecord) -> AuditRecord:
+        return a.model_copy(update={"memory_ids": [f(x) for x in a.memory_ids]})
+
     return replace(
         archive,
         header=archive.header.model_copy(update={"bank_id": bank_id}),
         bank=archive.bank.model_copy(update={"id": bank_id}),
         entities=[e.model_copy(update={"id": f(e.id)}) for e in archive.entities],
-        units=[u.model_copy(update={"id": f(u.id), "entities": [f(e) for e in u.entities],
-                                    "document_id": document(u.document_id), "metadata": metadata(u.metadata)})
-               for u in archive.units],
-        links=[k.model_copy(update={"source_id": f(k.source_id), "target_id": f(k.target_id)})
-               for k in archive.links],
+        units=_each(archive.units, unit),
+        links=_each(archive.links, link),
         opinions=[o.model_copy(update={"opinion_id": f(o.opinion_id), "events": [event(e) for e in o.events],
                                        "applied_evidence": [f(x) for x in o.applied_evidence]})
                   for o in archive.opinions],
+        audit=_each(archive.audit, entry),
         vectors={f(k): v for k, v in archive.vectors.items()} if archive.vectors is not None else None,
     )

@@ -46,9 +46,11 @@ def import_bank(
     from).
 
     The whole file is read and validated before anything is written (``ArchiveError``, naming the line, for a
-    damaged, truncated or inconsistent file). An existing bank is refused (``BankExistsError``) unless
-    ``replace``; the leftover of an import that died is cleared. Vectors in the file are used when
-    ``use_vectors`` and the file's embedder (name and dimension) is this store's, else recomputed (logged).
+    damaged, truncated or inconsistent file), then read again as it is written: documents, memories, links and
+    audit entries a batch at a time, so that memory does not grow with their text. An existing bank is refused
+    (``BankExistsError``) unless ``replace``; the leftover of an import that died is cleared. Vectors in the file
+    are used when ``use_vectors`` and the file's embedder (name and dimension) is this store's, else recomputed
+    (logged).
     Under another bank id, memory and entity ids are renewed (they are unique per store; see ``ids``).
     """
     if bank_id is not None:
@@ -57,7 +59,7 @@ def import_bank(
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from None
     started = time.perf_counter()
-    archive = read_archive(path)
+    archive = read_archive(path, stream=True)  # validated whole, then read again a batch at a time as it is written
     source_id = archive.bank.id
     target = remap(archive, bank_id or source_id)
     result = restore(engine, target, marker=IMPORT_MARKER, source=f"file {Path(path).name}",

@@ -16,9 +16,10 @@ import json
 import os
 import secrets
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 from pydantic import BaseModel, ValidationError
@@ -31,6 +32,7 @@ from .format import (
     FORMAT_VERSION,
     MAX_TEXT_CHARS,
     RECORD,
+    AuditRecord,
     BankRecord,
     DocumentRecord,
     EndRecord,
@@ -73,6 +75,7 @@ def _records(archive: BankArchive) -> Iterator[BaseModel]:
             yield unit
     yield from archive.links
     yield from archive.opinions
+    yield from archive.audit
 
 
 def _line(record: BaseModel) -> bytes:
@@ -194,9 +197,14 @@ def _header(line: bytes, path: str) -> HeaderRecord:
         raise ArchiveError(_describe(exc), line=1, path=path) from None
 
 
-def read_archive(path: str | Path) -> BankArchive:
+def read_archive(path: str | Path, *, stream: bool = False) -> BankArchive:
     """Parse and validate a whole bank file; ``ArchiveError`` naming the line for anything damaged, truncated or
-    inconsistent, ``ArchiveIOError`` when it cannot be read. Nothing is imported by this function."""
+    inconsistent, ``ArchiveIOError`` when it cannot be read. Nothing is imported by this function.
+
+    ``stream=True`` keeps only the small records (header, bank, entities, opinion histories) and the ids the
+    reference checks need: documents, units, links and audit entries are ``FileRecords`` that read the file again,
+    a record at a time, whenever they are iterated (an import then holds one write batch, not the file).
+    """
     p = Path(path)
     name = str(path)[:200]
     try:
@@ -217,7 +225,7 @@ def read_archive(path: str | Path) -> BankArchive:
                 if not line.endswith(b"\n"):
                     raise ArchiveError("is cut short (no line end): the file is truncated", line=number, path=name)
                 if reader is None:
-                    reader = _Reader(_header(line, name), name)
+                    reader = _Reader(_header(line, name), name, keep=not stream)
                     digest.update(line)
                     continue
                 try:
@@ -244,7 +252,7 @@ def read_archive(path: str | Path) -> BankArchive:
     if end.lines != number - 1 or end.sha256 != digest.hexdigest():
         raise ArchiveError("the content does not match the checksum of its end record: the file was altered "
                            "after it was written", line=number, path=name)
-    archive = reader.archive()
+    archive = reader.archive(FileSource(p, name, digest.hexdigest(), number) if stream else None)
     archive.validate()
     return archive
 
@@ -252,15 +260,17 @@ def read_archive(path: str | Path) -> BankArchive:
 class _Reader:
     """Files parsed records (with their line numbers) by kind, decoding vectors on the way."""
 
-    def __init__(self, header: HeaderRecord, path: str) -> None:
+    def __init__(self, header: HeaderRecord, path: str, *, keep: bool = True) -> None:
         self.header = header
         self.path = path
+        self.keep = keep  # False: the large kinds are counted (their lines noted) and read again when iterated
         self.bank: BankRecord | None = None
         self.documents: list[DocumentRecord] = []
         self.entities: list[EntityRecord] = []
         self.units: list[UnitRecord] = []
         self.links: list[LinkRecord] = []
         self.opinions: list[OpinionHistoryRecord] = []
+        self.audit: list[AuditRecord] = []
         self.vectors: dict[str, np.ndarray] = {}
         self.lines: dict[str, list[int]] = {}
 
@@ -272,34 +282,130 @@ class _Reader:
             if self.bank is not None:
                 raise ArchiveError("is a second bank record", line=number, path=self.path)
             self.bank = record
-        elif isinstance(record, DocumentRecord):
-            self.documents.append(record)
         elif isinstance(record, EntityRecord):
             self.entities.append(record)
-        elif isinstance(record, UnitRecord):
-            self.units.append(self._unit(record, number))
-        elif isinstance(record, LinkRecord):
-            self.links.append(record)
         elif isinstance(record, OpinionHistoryRecord):
             self.opinions.append(record)
+        elif isinstance(record, UnitRecord):
+            unit = self._unit(record, number)
+            if self.keep:
+                self.units.append(unit)
+        elif self.keep and isinstance(record, DocumentRecord):
+            self.documents.append(record)
+        elif self.keep and isinstance(record, LinkRecord):
+            self.links.append(record)
+        elif self.keep and isinstance(record, AuditRecord):
+            self.audit.append(record)
         self.lines.setdefault(str(getattr(record, "record", "")), []).append(number)
 
     def _unit(self, record: UnitRecord, number: int) -> UnitRecord:
         if record.vector is None:
+            if self.header.vectors and not self.keep:  # kept units are checked whole in ``BankArchive.validate``
+                raise ArchiveError("has no vector although the header says vectors are included", line=number,
+                                   path=self.path)
             return record
         if not self.header.vectors:
             raise ArchiveError("carries a vector although the header says the file has none", line=number,
                                path=self.path)
         try:
-            self.vectors[record.id] = decode_vector(record.vector, self.header.embedder.dimension)
+            vector = decode_vector(record.vector, self.header.embedder.dimension)
         except ValueError as exc:
             raise ArchiveError(f"bad unit record: {exc}", line=number, path=self.path) from None
+        if not self.keep:
+            return record  # streamed: the vector stays in the record, decoded again when it is written
+        self.vectors[record.id] = vector
         return record.model_copy(update={"vector": None})
 
-    def archive(self) -> BankArchive:
-        """The archive read (not validated yet)."""
+    def archive(self, source: FileSource | None = None) -> BankArchive:
+        """The archive read (not validated yet); with ``source``, its large kinds are read from it when iterated."""
         if self.bank is None:
             raise ArchiveError("the file holds no bank record", path=self.path)
-        return BankArchive(header=self.header, bank=self.bank, documents=self.documents, entities=self.entities,
-                           units=self.units, links=self.links, opinions=self.opinions,
-                           vectors=self.vectors if self.header.vectors else None, lines=self.lines, path=self.path)
+        if source is None:
+            return BankArchive(header=self.header, bank=self.bank, documents=self.documents, entities=self.entities,
+                               units=self.units, links=self.links, opinions=self.opinions, audit=self.audit,
+                               vectors=self.vectors if self.header.vectors else None, lines=self.lines,
+                               path=self.path)
+
+        def records(kind: str, model: type[R]) -> FileRecords[R]:
+            return FileRecords(source, kind, model, len(self.lines.get(kind, [])))
+
+        return BankArchive(header=self.header, bank=self.bank, documents=records("document", DocumentRecord),
+                           entities=self.entities, units=records("unit", UnitRecord),
+                           links=records("link", LinkRecord), opinions=self.opinions,
+                           audit=records("audit", AuditRecord), vectors=None, vectors_inline=self.header.vectors,
+                           lines=self.lines, path=self.path)
+
+
+R = TypeVar("R", bound=BaseModel)
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class FileSource:
+    """A bank file validated whole once: where it is, and what its lines hashed to (the end record's line)."""
+
+    path: Path
+    name: str
+    sha256: str
+    end_line: int
+
+
+class FileRecords(Collection[R]):
+    """The records of one kind in a validated bank file, read again from the file each time they are iterated: a
+    record at a time, in file order, so that iterating holds one record. ``transform`` maps each record (the ids
+    of a bank imported under another id). The whole file is hashed on every pass: a file changed since it was
+    validated ends the pass with an ``ArchiveError`` (an import then removes what it wrote)."""
+
+    def __init__(self, source: FileSource, kind: str, model: type[BaseModel], count: int,
+                 transform: Callable[[Any], R] | None = None) -> None:
+        self.source = source
+        self.kind = kind
+        self.model = model
+        self.count = count
+        self.transform = transform
+        self._prefix = b'{"record":"' + kind.encode() + b'"'
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __contains__(self, item: object) -> bool:
+        return any(r == item for r in self)
+
+    def mapped(self, fn: Callable[[R], T]) -> FileRecords[T]:
+        """The same records, each passed through ``fn`` when read."""
+        first = self.transform
+        composed: Callable[[Any], T] = (lambda r: fn(first(r))) if first is not None else fn
+        return FileRecords(self.source, self.kind, self.model, self.count, composed)
+
+    def _parse(self, line: bytes, number: int) -> BaseModel | None:
+        # The writer puts ``record`` first; a line written otherwise is parsed whole to learn its kind.
+        standard = line.startswith(b'{"record":"')
+        if standard and not line.startswith(self._prefix):
+            return None
+        try:
+            record = RECORD.validate_json(line)
+        except (ValidationError, RecursionError):
+            raise ArchiveError("changed since the file was validated", line=number, path=self.source.name) from None
+        return record if isinstance(record, self.model) else None
+
+    def __iter__(self) -> Iterator[R]:
+        src = self.source
+        digest = hashlib.sha256()
+        number = 0
+        try:
+            with _open_read(src.path) as f:
+                for number, line in enumerate(_bounded_lines(f, src.name), start=1):
+                    if number >= src.end_line:
+                        break
+                    digest.update(line)
+                    record = self._parse(line, number) if number > 1 else None
+                    if record is not None:
+                        # ``_parse`` returned an instance of ``self.model``: the R this collection was made for.
+                        yield self.transform(record) if self.transform is not None else cast(R, record)
+        except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+            raise ArchiveError(f"the compressed data is damaged after line {number}: {exc}", line=number + 1,
+                               path=src.name) from None
+        except OSError as exc:
+            raise ArchiveIOError(f"cannot read bank file {src.name}: {exc}") from exc
+        if number < src.end_line or digest.hexdigest() != src.sha256:
+            raise ArchiveError("the file changed while it was being imported", path=src.name)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import timedelta
 from typing import Any, Literal
 
@@ -34,8 +34,9 @@ from pydantic import BaseModel, Field
 
 from ..engine import Engine
 from ..errors import HindsightError, StoreError
-from ..models import BankProfile, Document, DocumentStatus, Entity, Job, JobStatus, Link, Memory, utcnow
+from ..models import AuditEntry, BankProfile, Document, DocumentStatus, Entity, Job, JobStatus, Link, Memory, utcnow
 from ..runtime.leases import host_key, pid_alive
+from ..stores import audit
 from ..stores.base import GraphStore, Mention, UnitBatch
 from ..vectors.unit_text import embedding_text, search_contexts, vector_metadata
 from .archive import BankArchive
@@ -49,6 +50,8 @@ IMPORT_MARKER = "hindsight.import"
 MIGRATE_MARKER = "hindsight.migrate"
 MARKER_KINDS = (IMPORT_MARKER, MIGRATE_MARKER)
 BATCH_UNITS = 1000  # units per graph transaction (whole documents, so a large one may exceed it)
+BATCH_CHARS = 32 * 1024 * 1024  # and characters of text (and vectors) per transaction: what an import holds
+AUDIT_BATCH = 1000
 LINK_BATCH = 5000
 _ACTIVE = (DocumentStatus.PENDING, DocumentStatus.EXTRACTING)
 
@@ -115,7 +118,7 @@ def prepare_target(engine: Engine, bank_id: str, *, replace: bool) -> Literal["l
 
 def _vector_plan(engine: Engine, archive: BankArchive, use_vectors: bool) -> tuple[bool, str]:
     """Whether the archive's vectors are written as they are, and why not when they are not."""
-    if archive.vectors is None:
+    if not archive.has_vectors:
         return False, "the file holds no vectors (export with vectors to copy them)"
     if not use_vectors:
         return False, "vectors were not wanted"
@@ -128,7 +131,7 @@ def _vector_plan(engine: Engine, archive: BankArchive, use_vectors: bool) -> tup
     return True, ""
 
 
-def _groups(units: list[UnitRecord]) -> Iterator[list[UnitRecord]]:
+def _groups(units: Iterable[UnitRecord]) -> Iterator[list[UnitRecord]]:
     """Consecutive units of one document (a unit of no document alone)."""
     group: list[UnitRecord] = []
     for unit in units:
@@ -140,15 +143,23 @@ def _groups(units: list[UnitRecord]) -> Iterator[list[UnitRecord]]:
         yield group
 
 
-def _batches(units: list[UnitRecord]) -> Iterator[list[list[UnitRecord]]]:
+def _chars(group: list[UnitRecord]) -> int:
+    return sum(len(u.text) + len(u.vector or "") for u in group)
+
+
+def _batches(units: Iterable[UnitRecord]) -> Iterator[list[list[UnitRecord]]]:
+    """Whole documents' units, up to ``BATCH_UNITS`` units and ``BATCH_CHARS`` characters a batch (a single
+    larger document is a batch of its own)."""
     batch: list[list[UnitRecord]] = []
-    size = 0
+    size = chars = 0
     for group in _groups(units):
-        if batch and size + len(group) > BATCH_UNITS:
+        n = _chars(group)
+        if batch and (size + len(group) > BATCH_UNITS or chars + n > BATCH_CHARS):
             yield batch
-            batch, size = [], 0
+            batch, size, chars = [], 0, 0
         batch.append(group)
         size += len(group)
+        chars += n
     if batch:
         yield batch
 
@@ -203,8 +214,8 @@ class _Writer:
     def _vectors(self, units: list[UnitRecord], previous: dict[str, str | None]) -> np.ndarray:
         """The archive's vectors when they are used, else embedded as the store's own rebuild would (each unit's
         text with its date, and the previous unit's text when that asked something)."""
-        if self.copy_vectors and self.archive.vectors is not None:
-            return np.stack([self.archive.vectors[u.id] for u in units])
+        if self.copy_vectors and self.archive.has_vectors:
+            return np.stack([self.archive.vector_of(u) for u in units])
         settings = self.engine.settings
         texts = [embedding_text(_memory(self.bank_id, u), settings.embed_time_reference,
                                 previous[u.id] if settings.embed_reply_context else None) for u in units]
@@ -251,17 +262,24 @@ class _Writer:
         """Write the links, once both ends of each exist (and any entity no unit mentions)."""
         mentioned = {e for u in self.archive.units for e in u.entities}
         orphans = [_entity(self.bank_id, e) for e in self.archive.entities if e.id not in mentioned]
-        links = [Link(source_id=k.source_id, target_id=k.target_id, type=k.type, weight=k.weight)
-                 for k in self.archive.links]
-        for i in range(0, max(len(links), 1 if orphans else 0), LINK_BATCH):
-            # Entities no unit mentions (a source that needs ``check --repair``) are kept as they were.
-            self.store.add_units(self.bank_id, UnitBatch(links=links[i : i + LINK_BATCH],
-                                                         new_entities=orphans if i == 0 else []), owner=self.owner)
+        batch: list[Link] = []
+        first = True
+        for k in self.archive.links:  # a batch at a time: links streamed from a file are never all held
+            batch.append(Link(source_id=k.source_id, target_id=k.target_id, type=k.type, weight=k.weight))
+            if len(batch) == LINK_BATCH:
+                self._add_links(batch, orphans if first else [])
+                batch, first = [], False
+        if batch or (first and orphans):
+            self._add_links(batch, orphans if first else [])
+
+    def _add_links(self, links: list[Link], orphans: list[Entity]) -> None:
+        # Entities no unit mentions (a source that needs ``check --repair``) are kept as they were.
+        self.store.add_units(self.bank_id, UnitBatch(links=links, new_entities=orphans), owner=self.owner)
 
     def histories_and_deferred_vectors(self) -> None:
         """Write opinion histories, then the vectors of opinions whose text they moved."""
         writer = HistoryWriter(self.store, self.bank_id, self.owner)
-        units = {u.id: u for u in self.archive.units}
+        units = {u.id: u for u in self.archive.units if u.id in self.steps}
         for opinion_id, steps in self.steps.items():
             unit = units[opinion_id]
             writer.write(unit, steps, initial_state(unit, steps))
@@ -343,8 +361,29 @@ def restore(
         if isinstance(exc, Exception) and not isinstance(exc, HindsightError):
             raise StoreError(f"writing bank {bank_id!r} failed and nothing of it was kept: {exc}") from exc
         raise
+    _record_trail(engine, archive, marker, source + (f"; the earlier bank was removed ({cleared})" if cleared else ""),
+                  counts)
     return RestoreResult(bank_id=bank_id, cleared=cleared, vectors="copied" if copy_vectors else "recomputed",
                          vectors_reason=reason, counts=counts, seconds=round(time.perf_counter() - started, 3))
+
+
+def _record_trail(engine: Engine, archive: BankArchive, marker: str, source: str, counts: dict[str, int]) -> None:
+    """After the commit: the file's audit trail under the new bank id, then an entry for this import (or
+    migration). Recorded after the bank is whole, so a failed import leaves no entry of a bank that never was;
+    entries stored already (the same file imported again) are skipped. A failure here leaves the bank whole and
+    raises ``StoreError`` (``stores/audit.py``)."""
+    bank_id = archive.bank.id
+    operation = "import" if marker == IMPORT_MARKER else "migrate"
+    what = f"{operation} of bank {bank_id!r}"
+    carried: list[AuditEntry] = []
+    for record in archive.audit:  # a batch at a time: a streamed trail is never held whole
+        carried.append(record.entry(bank_id))
+        if len(carried) == AUDIT_BATCH:
+            audit.append(engine.store, carried, what)
+            carried = []
+    own = audit.entry(bank_id, operation, counts={k: v for k, v in counts.items() if k != "vector"},
+                      summary=f"{source}; {len(archive.audit)} audit entries carried")
+    audit.append(engine.store, [*carried, own], what)
 
 
 def _marker_job(

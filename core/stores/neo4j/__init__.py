@@ -15,6 +15,8 @@ parameter):
   an opinion unit lists the evidence applied to it in ``applied_evidence`` (each piece moves it once)
 - ``(:Owner {id, host, pid, started_at, heartbeat_at})``: live processes (leases);
   ``(:VectorMark {key, bank_id, unit_id, owner, marked_at})``: the vector outbox (see ``base.VectorMarks``)
+- ``(:AuditEntry {key, bank_id, id, at, surface, token_id, operation, ...})``: the audit trail (``audit``), kept when
+  its bank is deleted
 
 Times are epoch seconds (floats): range indexes serve them and no server-side temporal type is needed.
 ``t_start``/``t_end`` hold the occurrence interval with the fallbacks the SQLite store computes per query,
@@ -24,8 +26,9 @@ full-text index (whitespace-analysed ``kw_*`` tokens) only to find candidates an
 bm25 over per-bank statistics, so both stores rank keyword hits alike.
 
 ``store.Neo4jGraphStore`` composes one mixin per protocol (``banks``, ``documents``, ``units``, ``opinions``,
-``entities``, ``search``, ``jobs`` for the queue and leases, ``vector_marks``, ``integrity``) over the driver core
-in ``connection`` and the layout upgrades in ``schema``; ``cypher`` holds the writes several mixins share.
+``entities``, ``search``, ``jobs`` for the queue and leases, ``vector_marks``, ``integrity``, ``audit``) over the
+driver core in ``connection`` and the layout upgrades in ``schema``; ``cypher`` holds the writes several mixins
+share.
 """
 
 from .cypher import bank_key, keyword_tokens

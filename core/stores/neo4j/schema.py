@@ -93,7 +93,7 @@ class Neo4jSchema(Neo4jConnection):
 
     def clear_all(self) -> None:
         """Delete every node this store wrote (tests and benchmarks reset a shared server with it)."""
-        for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank", "Owner", "VectorMark"):
+        for label in ("Job", "OpinionEvent", "Unit", "Entity", "Document", "Bank", "Owner", "VectorMark", "AuditEntry"):
             self._write(functools.partial(_delete_label, label=label))
         self._term_stats.invalidate()
 

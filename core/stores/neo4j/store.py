@@ -4,6 +4,7 @@ as ``StoreError``."""
 from __future__ import annotations
 
 from ..base import translate_errors
+from .audit import Neo4jAudit
 from .banks import Neo4jBanks
 from .connection import _driver_errors
 from .documents import Neo4jDocuments
@@ -19,6 +20,6 @@ from .vector_marks import Neo4jVectorMarks
 @translate_errors(_driver_errors, lambda self: f"Neo4j graph store at {self.uri}")
 class Neo4jGraphStore(
     Neo4jBanks, Neo4jDocuments, Neo4jUnits, Neo4jOpinions, Neo4jEntities, Neo4jSearch, Neo4jJobQueue, Neo4jLeases,
-    Neo4jVectorMarks, Neo4jIntegrity,
+    Neo4jVectorMarks, Neo4jIntegrity, Neo4jAudit,
 ):
     """Graph store on a Neo4j 5 server (or ArcadeDB's Neo4j-compatible Bolt endpoint)."""

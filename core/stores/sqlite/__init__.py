@@ -7,8 +7,9 @@ normalised name); leases (``owners``), vector marks and applied opinion evidence
 safe (see ``base.Leases``, ``base.VectorMarks``, ``apply_opinion_update``).
 
 ``store.SQLiteGraphStore`` composes one mixin per protocol (``banks``, ``documents``, ``units``, ``opinions``,
-``entities``, ``search``, ``jobs`` for the queue and leases, ``vector_marks``, ``integrity``) over the connection
-core in ``connection``; ``schema`` holds the file's layout and upgrades, ``sql`` the writes several mixins share.
+``entities``, ``search``, ``jobs`` for the queue and leases, ``vector_marks``, ``integrity``, ``audit``) over the
+connection core in ``connection``; ``schema`` holds the file's layout and upgrades, ``sql`` the writes several
+mixins share.
 """
 
 from .schema import SCHEMA_VERSION

@@ -99,9 +99,17 @@ CREATE TABLE IF NOT EXISTS vector_marks (
     bank_id TEXT NOT NULL, unit_id TEXT NOT NULL, owner TEXT, marked_at REAL NOT NULL,
     PRIMARY KEY (bank_id, unit_id)
 ) WITHOUT ROWID;
+-- The audit trail (``audit.SQLiteAudit``): no foreign key to banks, so that deleting a bank keeps its entries.
+CREATE TABLE IF NOT EXISTS audit (
+    seq INTEGER PRIMARY KEY, bank_id TEXT NOT NULL, id TEXT NOT NULL, at REAL NOT NULL, surface TEXT NOT NULL,
+    token_id TEXT, operation TEXT NOT NULL, document_id TEXT, memory_ids TEXT NOT NULL, counts TEXT NOT NULL,
+    summary TEXT NOT NULL, UNIQUE (bank_id, id)
+);
+CREATE INDEX IF NOT EXISTS audit_bank_at ON audit (bank_id, at, id);
+CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id);
 """
 
-SCHEMA_VERSION = "4"
+SCHEMA_VERSION = "5"
 
 
 def _migrate(con: sqlite3.Connection) -> None:
@@ -109,7 +117,8 @@ def _migrate(con: sqlite3.Connection) -> None:
 
     v1 -> v2: document metadata and updated_at. v2 -> v3: keyword tokens on units (filled by ``_backfill``).
     v3 -> v4: document kind, retain options, owner and job; job owner; entity names normalised with
-    ``normalise_name`` and duplicates merged, so that (bank, norm) can become unique.
+    ``normalise_name`` and duplicates merged, so that (bank, norm) can become unique. v4 -> v5: the ``audit`` table,
+    which the schema script creates (nothing to change here).
     """
     cols = {r[1] for r in con.execute("PRAGMA table_info(documents)")}
     if cols and "metadata" not in cols:

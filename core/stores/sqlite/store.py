@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 from ..base import translate_errors
+from .audit import SQLiteAudit
 from .banks import SQLiteBanks
 from .documents import SQLiteDocuments
 from .entities import SQLiteEntities
@@ -21,6 +22,6 @@ from .vector_marks import SQLiteVectorMarks
 @translate_errors((sqlite3.Error, UnicodeError), lambda self: f"SQLite graph store at {self.path}")
 class SQLiteGraphStore(
     SQLiteBanks, SQLiteDocuments, SQLiteUnits, SQLiteOpinions, SQLiteEntities, SQLiteSearch, SQLiteJobQueue,
-    SQLiteLeases, SQLiteVectorMarks, SQLiteIntegrity,
+    SQLiteLeases, SQLiteVectorMarks, SQLiteIntegrity, SQLiteAudit,
 ):
     """Graph store on one SQLite file (or ``":memory:"`` for throwaway use)."""
