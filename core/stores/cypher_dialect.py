@@ -50,6 +50,8 @@ SCHEMA_CYPHER: tuple[str, ...] = (
     "CREATE INDEX hs_opinion_event_bank IF NOT EXISTS FOR (o:OpinionEvent) ON (o.bank_id)",
     "CREATE INDEX hs_job_runnable IF NOT EXISTS FOR (j:Job) ON (j.status, j.run_after)",
     "CREATE INDEX hs_job_bank IF NOT EXISTS FOR (j:Job) ON (j.bank_id)",
+    "CREATE CONSTRAINT hs_audit_key IF NOT EXISTS FOR (a:AuditEntry) REQUIRE a.key IS UNIQUE",
+    "CREATE INDEX hs_audit_bank IF NOT EXISTS FOR (a:AuditEntry) ON (a.bank_id)",
 )
 
 # Properties of :Unit covered by the full-text index: the tokens of text and of search context (weighted at
