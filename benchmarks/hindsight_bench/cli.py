@@ -39,6 +39,7 @@ from .commands import (
     cmd_longmemeval,
     cmd_observations,
     cmd_qa,
+    cmd_reembed,
     cmd_scale,
 )
 
@@ -165,6 +166,10 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
     p.add_argument("--embedders", type=name_list,
                    help="comma-separated variants (default: minilm-fp32, minilm, minilm-int8, mpnet)")
+    p.add_argument("--embedder", action="append", metavar="SPEC",
+                   help="your own embedder, any kind make_embedder takes (st:FOLDER, openai:URL#MODEL, module:attr "
+                        "for a LangChain/LlamaIndex object or factory, or a name); repeatable; alone, it is the only "
+                        "one run (add --embedders minilm-fp32 to compare)")
     p.add_argument("--conversations", type=positive_int, help="only the first N conversations")
     p.add_argument("--queries", type=positive_int, default=300,
                    help="questions timed one by one for query latency (default 300)")
@@ -172,6 +177,20 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                                                     "(default ./results)")
     p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     p.set_defaults(func=cmd_embedders)
+
+    p = sub.add_parser("reembed", parents=[common], help="a bank switched to another embedder vs. a fresh retain",
+                       description="Retains LoCoMo conversations raw with --source, switches each bank to --target "
+                                   "with Bank.reembed (timed), retains them again with --target, and compares "
+                                   "semantic-only R@10 and the vectors of both banks.")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--conversations", type=name_list, default=["conv-26"],
+                   help="comma-separated sample ids (default conv-26, from the dev half)")
+    p.add_argument("--source", default="minilm", help="embedder the banks are retained with (default minilm)")
+    p.add_argument("--target", default="mpnet", help="embedder they are switched to (default mpnet)")
+    p.add_argument("--workdir", help="parent folder of the temporary stores (default: the system's)")
+    p.add_argument("--out", default="results", help="results folder for reembed.json and reembed.md "
+                                                    "(default ./results)")
+    p.set_defaults(func=cmd_reembed)
 
 
 def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:

@@ -119,13 +119,31 @@ def cmd_embedders(args: argparse.Namespace) -> dict[str, Any] | None:
     data = Path(args.data) if args.data else find_locomo()
     if not data.is_file():
         raise BenchError(f"LoCoMo data not found: {data}")
-    variants = args.embedders or list(VARIANTS)
+    own = list(getattr(args, "embedder", None) or [])  # any make_embedder choice (docs/MODELS.md)
+    variants = args.embedders or ([] if own else list(VARIANTS))
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
-        raise BenchError(f"unknown embedder(s) {unknown}; known: {', '.join(VARIANTS)}")
+        raise BenchError(f"unknown embedder(s) {unknown}; known: {', '.join(VARIANTS)} (others: --embedder SPEC)")
+    variants = list(dict.fromkeys([*variants, *own]))
     result = run_embedders(data, variants=variants, limit_conversations=args.conversations,
                            latency_queries=args.queries, progress=args.progress, log=_log(args))
     _report_written(args, write_embedders(args.out, result))
+    return result if args.json else None
+
+
+def cmd_reembed(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``reembed``: a LoCoMo bank switched to another embedder scores what a fresh retain with it scores."""
+    from .reembed import run_reembed, write_reembed
+
+    data = Path(args.data) if args.data else find_locomo()
+    if not data.is_file():
+        raise BenchError(f"LoCoMo data not found: {data}")
+    try:
+        result = run_reembed(data, conversations=args.conversations, source=args.source, target=args.target,
+                             workdir=args.workdir, log=_log(args))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from exc
+    _report_written(args, write_reembed(args.out, result))
     return result if args.json else None
 
 

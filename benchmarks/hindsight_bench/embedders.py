@@ -13,7 +13,10 @@ Variants (``hindsight_core.embedders.make_embedder`` names; documents / queries)
 - ``minilm``: the default, documents on PyTorch (bfloat16 batches on CPUs with native bf16, else float32: the
   default embedder's own document path) and int8 ONNX queries;
 - ``minilm-int8``: int8 both ways;
-- ``mpnet``: all-mpnet-base-v2 both ways.
+- ``mpnet``: all-mpnet-base-v2 both ways;
+- any other ``make_embedder`` choice, both ways (``--embedder``): ``st:FOLDER`` (a sentence-transformers model on
+  this machine), ``openai:URL#MODEL`` (an OpenAI-compatible endpoint), ``module:attr`` (an object or factory in
+  your code: an ``Embedder``, a LangChain ``Embeddings`` or a LlamaIndex ``BaseEmbedding``). See docs/MODELS.md.
 
 Query latency is one question per call through ``embed_queries`` (what recall does), the embedders taking turns
 question by question so that each sees the same machine load. The MiniLM variants also report how close they
@@ -44,6 +47,11 @@ VARIANTS: dict[str, tuple[str, str]] = {
     "mpnet": ("mpnet", "mpnet"),
 }
 """Benchmarked variant -> (document embedder, query embedder), each a ``make_embedder`` name."""
+
+
+def variant_models(variant: str) -> tuple[str, str]:
+    """(document embedder, query embedder) of a variant: a named one, else the ``make_embedder`` spec both ways."""
+    return VARIANTS.get(variant, (variant, variant))
 
 FORMATS = ("dated", "text")
 """How a turn is embedded: ``"[session date] Speaker: text"``, or the text alone."""
@@ -110,12 +118,9 @@ def run_embedders(
 
     from hindsight_core.embedders import embed_queries, make_embedder
 
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown:
-        raise ValueError(f"unknown variant(s) {unknown}; known: {', '.join(VARIANTS)}")
     convs = load_conversations(data_path, limit_conversations)
-    doc_models = list(dict.fromkeys(VARIANTS[v][0] for v in variants))
-    query_models = list(dict.fromkeys(VARIANTS[v][1] for v in variants))
+    doc_models = list(dict.fromkeys(variant_models(v)[0] for v in variants))
+    query_models = list(dict.fromkeys(variant_models(v)[1] for v in variants))
     started = time.perf_counter()
 
     models: dict[str, Any] = {}
@@ -173,7 +178,7 @@ def run_embedders(
     rankings: dict[str, dict[str, list[np.ndarray]]] = {}
     result_variants: dict[str, Any] = {}
     for variant in variants:
-        doc_name, query_name = VARIANTS[variant]
+        doc_name, query_name = variant_models(variant)
         rankings[variant] = {}
         recall: dict[str, dict[str, float]] = {}
         for fmt in FORMATS:
@@ -201,7 +206,7 @@ def run_embedders(
     agreement: dict[str, Any] = {}
     if REFERENCE in rankings:
         for variant in variants:
-            doc_name, query_name = VARIANTS[variant]
+            doc_name, query_name = variant_models(variant)
             if variant == REFERENCE or models[query_name].dimension != models[REFERENCE].dimension:
                 continue
             entry: dict[str, Any] = {}

@@ -4,10 +4,13 @@ Recall embeds one short query per call and waits for it; retain embeds hundreds 
 best served by different code paths (the bundled MiniLM embeds queries with an int8 ONNX model in about a third
 of the time and documents with the float32 model), so an embedder may say how it embeds queries with
 ``embed_query``. Callers go through ``embed_queries``, which falls back to ``embed`` for embedders without it.
+Async callers go through ``aembed_documents``/``aembed_queries``: an embedder's native coroutines (``aembed``,
+``aembed_query``: the ``AsyncEmbedder`` capability) where it has them, else the sync path in a worker thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
@@ -94,3 +97,39 @@ class SplitEmbedder:
     def embed_query(self, texts: Sequence[str]) -> np.ndarray:
         """Search queries: the ``queries`` embedder (its own query path, if it has one)."""
         return embed_queries(self.queries, texts)
+
+
+@runtime_checkable
+class AsyncEmbedder(Embedder, Protocol):
+    """An ``Embedder`` with native async twins (optional capability; see ``aembed_documents``/``aembed_queries``).
+
+    Wrapped framework objects have them when the object does (a LangChain ``aembed_documents``, a LlamaIndex
+    ``aget_text_embedding_batch``): an async caller then awaits the object's own coroutine instead of a thread.
+    """
+
+    async def aembed(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of ``embed``."""
+        ...
+
+    async def aembed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of ``embed_query``."""
+        ...
+
+
+async def aembed_documents(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed documents from async code: ``embedder.aembed`` where it has one, else ``embed`` in a worker thread
+    (so the event loop is never blocked by a model running on the CPU)."""
+    method = getattr(embedder, "aembed", None)
+    if callable(method):
+        return await method(texts)
+    return await asyncio.to_thread(embedder.embed, texts)
+
+
+async def aembed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Embed search queries from async code: ``aembed_query``, else ``aembed``, else ``embed_queries`` in a
+    worker thread (the async twin of ``embed_queries``)."""
+    for attr in ("aembed_query", "aembed"):
+        method = getattr(embedder, attr, None)
+        if callable(method):
+            return await method(texts)
+    return await asyncio.to_thread(embed_queries, embedder, texts)

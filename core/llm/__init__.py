@@ -3,6 +3,7 @@
 - ``OpenAICompatibleLLM``: any OpenAI-compatible endpoint (``json_schema`` response format).
 - ``LocalLLM``: the offline default, a bundled GGUF served by llama.cpp (``xllamacpp``) on loopback.
 - ``ChatModelLLM``: any LangChain chat model.
+- ``LlamaIndexLLM``: any LlamaIndex LLM; ``make_llm`` wraps either kind of object (duck-typed).
 - ``default_llm()``: picks one from the environment.
 
 Importing this package is cheap: ``openai`` and ``xllamacpp`` are imported on first use, never here.
@@ -12,7 +13,8 @@ from __future__ import annotations
 
 from .base import LLM, ChatMessage, MalformedOutputError
 from .chat_model import ChatModelLLM
-from .factory import ENV_LOCAL_MODEL, default_llm
+from .factory import ENV_LOCAL_MODEL, default_llm, make_llm
+from .llama_index_llm import LlamaIndexLLM
 from .local import (
     DEFAULT_LOCAL_MODEL,
     ENV_CACHE_DIR,
@@ -60,6 +62,7 @@ __all__ = [
     "ChatMessage",
     "ChatModelLLM",
     "ChunkResolver",
+    "LlamaIndexLLM",
     "LocalLLM",
     "LocalLLMServer",
     "LocalModelSpec",
@@ -70,6 +73,7 @@ __all__ = [
     "default_threads",
     "ensure_gguf",
     "get_local_server",
+    "make_llm",
     "parse_structured",
     "resolve_chunk",
     "response_format_for",

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
-from ..errors import LLMError
+from ..errors import InvalidInputError, LLMError
 from .base import LLM
+from .chat_model import ChatModelLLM
+from .llama_index_llm import LlamaIndexLLM, is_llama_index_llm
 from .local import DEFAULT_LOCAL_MODEL, LOCAL_MODELS, LocalLLM
 from .openai_compat import OpenAICompatibleLLM
 
-__all__ = ["ENV_LOCAL_MODEL", "default_llm"]
+__all__ = ["ENV_LOCAL_MODEL", "default_llm", "make_llm"]
 
 ENV_LOCAL_MODEL = "HINDSIGHT_LLM_LOCAL_MODEL"
 """Environment variable choosing the local model (``qwen2.5-1.5b``, ``qwen2.5-0.5b``, ``smollm2-135m``)."""
@@ -34,3 +37,21 @@ def default_llm(environ: Mapping[str, str] | None = None) -> LLM:
             f"choose one of {', '.join(sorted(LOCAL_MODELS))}"
         )
     return LocalLLM(local_model)
+
+
+def make_llm(llm: Any) -> LLM:
+    """``llm`` as an ``LLM``: one already (it has ``generate``) as is, a LangChain chat model
+    (``with_structured_output``) wrapped in ``ChatModelLLM``, a LlamaIndex LLM (``chat``/``achat``/``complete``)
+    in ``LlamaIndexLLM``. Neither framework is imported: objects are recognised by their methods.
+
+    Raises ``InvalidInputError`` for anything else.
+    """
+    # Frameworks first: a LangChain chat model also has generate/agenerate (with another meaning).
+    if callable(getattr(llm, "with_structured_output", None)):
+        return ChatModelLLM(llm)
+    if is_llama_index_llm(llm):
+        return LlamaIndexLLM(llm)
+    if callable(getattr(llm, "generate", None)):
+        return llm  # an LLM by its method (a Protocol isinstance would say no more; agenerate is checked on use)
+    raise InvalidInputError(f"{type(llm).__name__} is not an LLM: pass a hindsight_core LLM, a LangChain chat "
+                            "model or a LlamaIndex LLM")
