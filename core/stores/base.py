@@ -17,6 +17,9 @@ from ..errors import HindsightError, StoreError
 from ..models import BankProfile, Document, DocumentStatus, Entity, LinkType, Memory, Network, OpinionEvent, TimeRange
 
 # isort: split
+from ..models import AuditEntry  # the audit trail's record (``AuditLog``)
+
+# isort: split
 from ..models import Job, JobStatus  # a second statement keeps the list above on one line
 
 # The records the protocols pass in and out live in ``records``; they are imported from here as well.
@@ -432,9 +435,31 @@ class SpreadingActivation(Protocol):
 
 
 @runtime_checkable
+class AuditLog(Protocol):
+    """The audit trail: one entry per write or forget made through the public API, kept apart from the bank's
+    data. Deleting a bank keeps its entries (the trail outlives the data it describes)."""
+
+    def append_audit(self, entries: Sequence[AuditEntry]) -> int:
+        """Store entries (each under its own ``bank_id``); an entry whose (bank, id) is stored already is skipped,
+        so appending the same entries twice (an import retried) changes nothing. Returns how many were new."""
+        ...
+
+    def audit_entries(
+        self, bank_id: str | None = None, *, limit: int = 50, offset: int = 0, oldest_first: bool = False
+    ) -> list[AuditEntry]:
+        """One page of the trail of one bank (None: every bank, deleted ones included): newest first (``at``,
+        then id), or oldest first, ``limit`` of them from ``offset``."""
+        ...
+
+    def count_audit(self, bank_id: str | None = None) -> int:
+        """How many entries ``audit_entries`` pages through."""
+        ...
+
+
+@runtime_checkable
 class GraphStore(
     BankStore, DocumentStore, UnitStore, OpinionStore, EntityStore, SearchStore, JobQueue, Leases, VectorMarks,
-    IntegrityChecks, Protocol,
+    IntegrityChecks, AuditLog, Protocol,
 ):
     """Source of truth: everything above in one store (SQLite embedded, Neo4j/Bolt for servers).
 
@@ -513,4 +538,38 @@ class ResettableIndex(Protocol):
 
     def reset(self) -> None:
         """Drop every collection and start empty."""
+        ...
+
+
+@runtime_checkable
+class RebuildableIndex(Protocol):
+    """Optional capability: rebuild a bank's vectors with another embedder beside the ones in use, then swap them in
+    at once (``vectors/reembed.py``). Until ``finish_rebuild`` every other method sees the old collection; the
+    rebuild survives a crash (``begin_rebuild`` with the same embedder resumes it) and never touches the old one."""
+
+    def collection_embedder(self, bank_id: str) -> tuple[str, int] | None:
+        """The embedder name and dimension the bank's collection in use records (None when it has none yet)."""
+        ...
+
+    def begin_rebuild(self, bank_id: str, embedder_name: str, dimension: int) -> set[str]:
+        """Open the bank's pending collection for this embedder (resumed when one is there, else new: a pending one
+        of another embedder is dropped) and return the ids it already holds."""
+        ...
+
+    def rebuild_upsert(
+        self, bank_id: str, ids: Sequence[str], embeddings: np.ndarray, metadatas: Sequence[VectorMeta]
+    ) -> None:
+        """Write vectors to the pending collection (``begin_rebuild`` first)."""
+        ...
+
+    def rebuild_delete(self, bank_id: str, ids: Sequence[str]) -> None:
+        """Remove vectors from the pending collection."""
+        ...
+
+    def rebuild_ids(self, bank_id: str) -> set[str]:
+        """Every id in the pending collection."""
+        ...
+
+    def finish_rebuild(self, bank_id: str) -> None:
+        """Make the pending collection the bank's collection in one atomic write, then drop the old one."""
         ...

@@ -20,8 +20,17 @@ from typing import Any
 import numpy as np
 
 from ..errors import EmbedderMismatchError, StoreError
-from ..models import Network
 from .base import VectorFilter, VectorMeta, translate_errors
+from .chroma_filters import chroma_metadata, chroma_where
+from .chroma_generations import (
+    Generation,
+    delete_collection,
+    forget_generation,
+    new_collection_name,
+    read_generation,
+    without_retired,
+    write_generation,
+)
 from .chroma_transient import RetryingReads
 from .exact_vectors import BankVectors, ExactCache
 from .process_guard import ProcessGuard
@@ -39,7 +48,8 @@ matched the exact one at 98.7-99.0% on a LoCoMo bank (a rank-9 hit went missing)
 
 
 def collection_name(bank_id: str) -> str:
-    """A Chroma-safe collection name for any bank id (names are restricted; bank ids are not)."""
+    """A Chroma-safe collection name for any bank id (names are restricted; bank ids are not): the bank's base
+    collection. After a re-embed the bank's vectors live in another one, recorded by ``chroma_generations``."""
     return "hs_" + hashlib.sha256(bank_id.encode("utf-8")).hexdigest()[:40]
 
 
@@ -195,13 +205,26 @@ class ChromaVectorIndex:
             return col
         if bank_id in self._known:  # ensured before a reload replaced the client
             try:
-                col = self.client.get_collection(collection_name(bank_id), embedding_function=None)
+                col = self.client.get_collection(self._active_name(bank_id), embedding_function=None)
             except Exception as exc:
                 raise StoreError(f"the vector collection of bank {bank_id!r} is gone (bank deleted by another "
                                  f"process?): {exc}") from exc
-            self._collections[bank_id] = RetryingReads(col)
+            name, dimension = self._known[bank_id]
+            self._check_embedder(bank_id, col, name, dimension)  # another process may have re-embedded the bank
             return self._collections[bank_id]
         raise StoreError(f"vector collection for bank {bank_id!r} is not open; call ensure_collection first")
+
+    def _active_name(self, bank_id: str) -> str:
+        """The collection that holds the bank's vectors now (its base one unless a re-embed swapped it)."""
+        return read_generation(self.client, collection_name(bank_id)).active
+
+    def _create(self, name: str, bank_id: str, embedder_name: str, dimension: int) -> Any:
+        return self.client.get_or_create_collection(
+            name,
+            metadata={"bank_id": bank_id[:1000], "embedder": embedder_name, "dimension": dimension},
+            configuration={"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": 100}},
+            embedding_function=None,
+        )
 
     # VectorIndex ---------------------------------------------------------------------------------
     def ensure_collection(self, bank_id: str, embedder_name: str, dimension: int) -> None:
@@ -211,7 +234,7 @@ class ChromaVectorIndex:
         if self._guard is not None:
             with self._reading():  # the common case, an existing collection, must not make others reload
                 try:
-                    col = self.client.get_collection(collection_name(bank_id), embedding_function=None)
+                    col = self.client.get_collection(self._active_name(bank_id), embedding_function=None)
                 except Exception:
                     col = None
                 if col is not None:
@@ -219,14 +242,10 @@ class ChromaVectorIndex:
                     if _wide_enough(col):
                         return  # else widened below, under the write lock
         with self._writing(), self._lock:
-            if bank_id in self._collections and self._guard is None:
+            same = self._known.get(bank_id) == (embedder_name, dimension)  # else checked below, even if cached
+            if bank_id in self._collections and self._guard is None and same:
                 return
-            col = self.client.get_or_create_collection(
-                collection_name(bank_id),
-                metadata={"bank_id": bank_id[:1000], "embedder": embedder_name, "dimension": dimension},
-                configuration={"hnsw": {"space": "cosine", "ef_search": HNSW_EF_SEARCH, "ef_construction": 100}},
-                embedding_function=None,
-            )
+            col = self._create(self._active_name(bank_id), bank_id, embedder_name, dimension)
             self._check_embedder(bank_id, col, embedder_name, dimension)
             if not _search_wider(col):
                 self._known.pop(bank_id, None)  # so that the next ensure_collection tries again
@@ -237,7 +256,7 @@ class ChromaVectorIndex:
             raise EmbedderMismatchError(
                 f"bank {bank_id!r} was indexed with embedder {meta.get('embedder')!r} "
                 f"(dimension {meta.get('dimension')}), not {embedder_name!r} (dimension {dimension}); "
-                "re-index the bank or open it with the original embedder"
+                f"open it with {meta.get('embedder')!r}, or switch it with: hindsight reembed BANK --embedder NAME"
             )
         self._collections[bank_id] = RetryingReads(col)
         self._known[bank_id] = (embedder_name, dimension)
@@ -355,16 +374,8 @@ class ChromaVectorIndex:
 
     def ids(self, bank_id: str) -> set[str]:
         """Every id in the bank's collection."""
-        out: set[str] = set()
-        offset, page = 0, 10000
         with self._reading():
-            col = self._collection(bank_id)
-            while True:
-                res = col.get(include=[], limit=page, offset=offset)
-                out.update(res["ids"])
-                if len(res["ids"]) < page:
-                    return out
-                offset += page
+            return _all_ids(self._collection(bank_id))
 
     def delete(self, bank_id: str, ids: Sequence[str]) -> None:
         """Remove vectors."""
@@ -377,24 +388,103 @@ class ChromaVectorIndex:
 
     def drop_bank(self, bank_id: str) -> None:
         """Remove the bank's collection (no error if it never existed; any other failure is raised)."""
-        from chromadb.errors import NotFoundError
-
         with self._writing(), self._lock:
             self._collections.pop(bank_id, None)
             self._known.pop(bank_id, None)
             self._exact.drop(bank_id)
-            try:
-                self.client.delete_collection(collection_name(bank_id))
-            except NotFoundError:
-                return
-            except ValueError as exc:  # older clients report a missing collection as ValueError
-                if "does not exist" not in str(exc):
-                    raise
+            base = collection_name(bank_id)
+            generation = read_generation(self.client, base)
+            for name in dict.fromkeys([generation.pending, generation.retired, generation.active, base]):
+                delete_collection(self.client, name)
+            forget_generation(self.client, base)
 
     def count(self, bank_id: str) -> int:
         """Number of vectors in the bank's collection."""
         with self._reading():
             return int(self._collection(bank_id).count())
+
+    # RebuildableIndex: a re-embed fills a pending collection, then one registry write swaps it in --------------
+    def collection_embedder(self, bank_id: str) -> tuple[str, int] | None:
+        """The embedder name and dimension the bank's collection in use records (None when it has none yet)."""
+        with self._reading():
+            try:
+                col = self.client.get_collection(self._active_name(bank_id), embedding_function=None)
+            except Exception:
+                return None
+        meta = col.metadata or {}
+        return str(meta.get("embedder")), int(meta.get("dimension", 0))
+
+    def begin_rebuild(self, bank_id: str, embedder_name: str, dimension: int) -> set[str]:
+        """Open the bank's pending collection for this embedder (resumed when one is there, else new: a pending one
+        of another embedder is dropped) and return the ids it already holds."""
+        base = collection_name(bank_id)
+        with self._writing(), self._lock:
+            generation = read_generation(self.client, base)
+            self.client.get_collection(generation.active, embedding_function=None)  # a rebuild replaces something
+            if generation.retired:  # a swap whose process died before deleting the old collection
+                delete_collection(self.client, generation.retired)
+                generation = without_retired(generation)
+                write_generation(self.client, base, generation)
+            pending = self._pending(generation)
+            if pending is not None:
+                meta = pending.metadata or {}
+                if meta.get("embedder") == embedder_name and int(meta.get("dimension", -1)) == dimension:
+                    return _all_ids(pending)
+                delete_collection(self.client, generation.pending)
+            name = new_collection_name(base)
+            # Recorded before it exists: a crash in between leaves a name the next run finds missing and replaces.
+            write_generation(self.client, base, Generation(active=generation.active, pending=name))
+            self._create(name, bank_id, embedder_name, dimension)
+            return set()
+
+    def _pending(self, generation: Generation) -> Any | None:
+        if not generation.pending:
+            return None
+        try:
+            return RetryingReads(self.client.get_collection(generation.pending, embedding_function=None))
+        except Exception:
+            return None
+
+    def _pending_of(self, bank_id: str) -> Any:
+        pending = self._pending(read_generation(self.client, collection_name(bank_id)))
+        if pending is None:
+            raise StoreError(f"bank {bank_id!r} has no re-embed in progress (begin_rebuild first)")
+        return pending
+
+    def rebuild_upsert(
+        self, bank_id: str, ids: Sequence[str], embeddings: np.ndarray, metadatas: Sequence[VectorMeta]
+    ) -> None:
+        """Write vectors to the pending collection (``begin_rebuild`` first)."""
+        if len(ids):
+            with self._writing():
+                self._pending_of(bank_id).upsert(ids=list(ids), embeddings=np.asarray(embeddings, dtype=np.float32),
+                                                 metadatas=[chroma_metadata(m) for m in metadatas])
+
+    def rebuild_delete(self, bank_id: str, ids: Sequence[str]) -> None:
+        """Remove vectors from the pending collection."""
+        if ids:
+            with self._writing():
+                self._pending_of(bank_id).delete(ids=list(ids))
+
+    def rebuild_ids(self, bank_id: str) -> set[str]:
+        """Every id in the pending collection."""
+        with self._reading():
+            return _all_ids(self._pending_of(bank_id))
+
+    def finish_rebuild(self, bank_id: str) -> None:
+        """Make the pending collection the bank's collection in one atomic write, then drop the old one."""
+        base = collection_name(bank_id)
+        with self._writing(), self._lock:
+            generation = read_generation(self.client, base)
+            col = self._pending_of(bank_id)
+            swapped = Generation(active=generation.pending, retired=generation.active)
+            write_generation(self.client, base, swapped)  # the swap: readers see the new collection from here on
+            meta = col.metadata or {}
+            self._collections[bank_id] = col
+            self._known[bank_id] = (str(meta.get("embedder")), int(meta.get("dimension", 0)))
+            self._exact.drop(bank_id)
+            delete_collection(self.client, generation.active)
+            write_generation(self.client, base, without_retired(swapped))
 
     def verify(self) -> None:
         """Raise ``VectorIndexDamagedError`` (embedded) or ``StoreError`` when the index cannot be read."""
@@ -447,6 +537,18 @@ class ChromaVectorIndex:
             self._guard.close()
 
 
+def _all_ids(col: Any) -> set[str]:
+    """Every id in a collection, read in pages."""
+    out: set[str] = set()
+    offset, page = 0, 10000
+    while True:
+        res = col.get(include=[], limit=page, offset=offset)
+        out.update(res["ids"])
+        if len(res["ids"]) < page:
+            return out
+        offset += page
+
+
 def _wide_enough(col: Any) -> bool:
     """Whether a collection searches at least ``HNSW_EF_SEARCH`` candidates."""
     hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
@@ -474,36 +576,3 @@ def _ranked(ids: Sequence[str], dists: Sequence[float]) -> list[tuple[str, float
     """(id, similarity) best first; equal distances are ordered by id so that results repeat exactly."""
     pairs = sorted(zip(ids, dists, strict=True), key=lambda p: (float(p[1]), p[0]))
     return [(i, 1.0 - float(d)) for i, d in pairs]
-
-
-def chroma_metadata(meta: VectorMeta) -> dict[str, Any] | None:
-    """A vector's Chroma metadata: ``network`` and the occurrence interval as epoch seconds ``t0``/``t1``.
-
-    Chroma rejects an empty metadata dict: none is sent as None.
-    """
-    out: dict[str, Any] = {}
-    if meta.network is not None:
-        out["network"] = Network(meta.network).value
-    if meta.start is not None:
-        out["t0"] = meta.start.timestamp()
-        out["t1"] = (meta.end or meta.start).timestamp()
-    return out or None
-
-
-def chroma_where(filter: VectorFilter | None) -> dict[str, Any] | None:
-    """The Chroma ``where`` of a typed filter: networks, and overlap of [t0, t1] with the time range (ids are
-    passed to Chroma separately)."""
-    if filter is None:
-        return None
-    clauses: list[dict[str, Any]] = []
-    if filter.networks:
-        clauses.append({"network": {"$in": [Network(n).value for n in filter.networks]}})
-    window = filter.time_range
-    if window is not None:
-        if window.end is not None:
-            clauses.append({"t0": {"$lte": window.end.timestamp()}})
-        if window.start is not None:
-            clauses.append({"t1": {"$gte": window.start.timestamp()}})
-    if not clauses:
-        return None
-    return clauses[0] if len(clauses) == 1 else {"$and": clauses}

@@ -7,7 +7,7 @@ semantic top-100 after a reopen, 94 after a rebuild). For banks up to ``max_bank
 a copy of the vectors and ranks exactly (a matrix product: ~0.5 ms at 10k vectors), so the same store and
 query always give the same neighbours in the same order (ties by id). Larger banks use HNSW.
 
-Filters arrive as the Chroma ``where`` that ``chroma.chroma_where`` builds from a typed ``VectorFilter``
+Filters arrive as the Chroma ``where`` that ``chroma_filters.chroma_where`` builds from a typed ``VectorFilter``
 (``$and`` of ``$in``/``$lte``/``$gte``/equality on scalar fields) and are evaluated here the way Chroma does.
 """
 
