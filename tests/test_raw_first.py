@@ -190,3 +190,24 @@ def test_distinct_evidence_first_leaves_a_bank_without_facts_in_rank_order() -> 
     covered: dict[str, str] = {}
     assert [m.id for m in distinct_evidence_first(ranked, covered)] == [f"r{i}" for i in range(50)]
     assert covered == {}
+
+
+class _NotInstalledLLM(ScriptedLLM):
+    """A model whose package is missing: every call says which extra to install."""
+
+    def generate(self, *args: Any, **kwargs: Any) -> Any:
+        from hindsight_core.errors import LLMUnavailableError
+
+        raise LLMUnavailableError("the bundled LLM needs xllamacpp: pip install 'hindsight-memory[local]'")
+
+
+def test_a_missing_model_fails_the_facts_job_at_once_naming_the_extra_and_keeps_the_raw_units(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", llm=_NotInstalledLLM([]), start_worker=False) as hs:
+        bank = hs.bank("b")
+        result = bank.retain(MESSAGES, timestamp=T0)
+        assert hs.worker.run_once()
+        job = next(j for j in bank.jobs() if j.id == result.job_id)
+        # Retrying cannot install a package: one attempt, failed for good, the reason stored.
+        assert job.status == JobStatus.FAILED and job.attempts == 1 and "[local]" in (job.error or "")
+        assert len(units_of(hs, "b", result.document_id)) == len(MESSAGES)
+        assert_clean(hs)

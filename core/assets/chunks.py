@@ -66,7 +66,8 @@ class ChunkedFile:
 
     ``chunk_files[i]`` is the path of chunk ``i`` relative to the import folder of ``packages[i]``
     (e.g. ``data/part01.bin``). A single chunk is used in place (no copy). ``kind`` names the file in messages
-    ("local model", "embedding model").
+    ("local model", "embedding model"); ``extra`` is the hindsight-memory extra that installs the chunks, if any
+    (named first in the message for missing ones).
     """
 
     name: str
@@ -78,6 +79,7 @@ class ChunkedFile:
     version: str
     pip_args: tuple[str, ...] = ()
     kind: str = "model"
+    extra: str = ""
 
     def __post_init__(self) -> None:
         if len(self.packages) != len(self.chunk_files) or not self.packages:
@@ -89,6 +91,11 @@ class ChunkedFile:
         flags = [*self.pip_args, *(["--force-reinstall"] if force else [])]
         parts = ["pip install", *flags, *(f"'{p}=={self.version}'" for p in wanted)]
         return " ".join(parts)
+
+    def install_hint(self, packages: Sequence[str] | None = None) -> str:
+        """How to install ``packages``: the extra when there is one (it brings what runs the file too), else pip."""
+        command = self.pip_command(packages)
+        return f"pip install 'hindsight-memory[{self.extra}]' (or only these: {command})" if self.extra else command
 
 
 def resolve_chunk(package: str, relative_file: str) -> Path:
@@ -210,7 +217,7 @@ def _resolve_chunks(spec: ChunkedFile, resolver: ChunkResolver, error: ErrorFact
         shown = ", ".join(missing[:5]) + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else "")
         raise error(
             f"{spec.kind} {spec.name!r} is not installed: missing chunk package(s) {shown}. "
-            f"Install with: {spec.pip_command(missing)}"
+            f"Install with: {spec.install_hint(missing)}"
         )
     return found
 

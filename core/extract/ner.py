@@ -44,12 +44,26 @@ _LABELS: dict[str, EntityType] = {
     "LAW": EntityType.CONCEPT,
     "LANGUAGE": EntityType.CONCEPT,
 }
-try:  # spaCy's English stop words (a plain list; no model needed)
-    from spacy.lang.en.stop_words import STOP_WORDS as _SPACY_STOP_WORDS
 
-    _STOP_WORDS: frozenset[str] = frozenset(_SPACY_STOP_WORDS)
-except ImportError:  # pragma: no cover - spaCy is a dependency; without it the regex fallback never asks
-    _STOP_WORDS = frozenset()
+
+class _SpacyStopWords:
+    """spaCy's English stop words (a plain list; no model needed), read on the first lookup: importing spaCy
+    imports thinc, which imports torch whenever it is installed (seconds), so not at ``import hindsight_core``."""
+
+    _words: frozenset[str] | None = None
+
+    def __contains__(self, word: object) -> bool:
+        if self._words is None:
+            try:
+                from spacy.lang.en.stop_words import STOP_WORDS
+
+                self._words = frozenset(STOP_WORDS)
+            except ImportError:  # pragma: no cover - spaCy is a dependency; without it the regex fallback runs
+                self._words = frozenset()
+        return word in self._words
+
+
+_STOP_WORDS = _SpacyStopWords()
 # Capitalised word runs not at the start of a sentence: a crude but dependency-free fallback.
 _CAPS = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z]+(?:\s+[A-Z][a-z]+)*)\b")
 _COMMON_CAPS = frozenset(

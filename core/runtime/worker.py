@@ -17,6 +17,7 @@ import traceback
 from collections.abc import Callable
 from datetime import timedelta
 
+from ..errors import LLMUnavailableError
 from ..models import Job, utcnow
 from ..stores.base import JobQueue
 
@@ -95,7 +96,8 @@ class Worker:
             handler(job)
         except Exception as exc:
             detail = f"{type(exc).__name__}: {exc}"
-            if job.attempts >= self.max_attempts or isinstance(exc, LookupError):
+            # A missing handler or a model that is not installed will not appear by retrying.
+            if job.attempts >= self.max_attempts or isinstance(exc, (LookupError, LLMUnavailableError)):
                 log.error("job %s (%s) failed for good after %d attempts: %s", job.id, job.kind, job.attempts, detail)
                 self.store.finish_job(job.id, error=detail[:2000])
             else:
