@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .engine import Engine
 from .errors import BankNotFoundError, DocumentNotFoundError, InvalidInputError
 from .models import (
+    AuditEntry,
     BankProfile,
     Disposition,
     Document,
@@ -28,11 +29,13 @@ from .reflect.observation_job import observation_document_id
 from .reflect.opinions import FormedOpinion
 from .reflect.profile_merge import amerge_background, merge_background
 from .retain.options import RetainOptions
+from .stores import audit
 from .text.inputs import RetainInput, document_input, parse_timestamp
 from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
 
 if TYPE_CHECKING:
     from .portability.exporter import ExportReport
+    from .vectors.reembed import ReembedReport
 
 
 class BankOwner(Protocol):
@@ -85,6 +88,7 @@ class Bank:
         """Store a new default disposition for reflect."""
         profile = self.profile.model_copy(update={"disposition": Disposition.model_validate(disposition)})
         self._engine.store.update_bank(profile)
+        self._audit("set_disposition", summary=profile.disposition.model_dump_json())
         return profile
 
     @public
@@ -92,6 +96,7 @@ class Bank:
         """Replace the bank's first-person background verbatim."""
         profile = self.profile.model_copy(update={"background": background.strip()})
         self._engine.store.update_bank(profile)
+        self._audit("set_background", counts={"characters": len(profile.background)})
         return profile
 
     # retain --------------------------------------------------------------------------------------
@@ -129,8 +134,10 @@ class Bank:
         """
         options = RetainOptions(timestamp, document_id, context, extract, metadata, background, document_metadata)
         if defer:
-            return self._engine.jobs.queue_retain(self.id, content, options)
-        return self._engine.retainer.retain(self.id, content, options)
+            result = self._engine.jobs.queue_retain(self.id, content, options)
+        else:
+            result = self._engine.retainer.retain(self.id, content, options)
+        return self._audit_retain(result)
 
     @public
     async def aretain(
@@ -149,8 +156,10 @@ class Bank:
         """Async twin of ``retain``."""
         options = RetainOptions(timestamp, document_id, context, extract, metadata, background, document_metadata)
         if defer:
-            return await asyncio.to_thread(self._engine.jobs.queue_retain, self.id, content, options)
-        return await self._engine.retainer.aretain(self.id, content, options)
+            result = await asyncio.to_thread(self._engine.jobs.queue_retain, self.id, content, options)
+        else:
+            result = await self._engine.retainer.aretain(self.id, content, options)
+        return await asyncio.to_thread(self._audit_retain, result)  # to_thread copies the actor's context
 
     @public
     def reprocess(self, document_id: Identifier, *, extract: bool = True) -> RetainResult:
@@ -219,9 +228,9 @@ class Bank:
         (``based_on``) and may form opinions, stored in the opinion network with their formation event.
         With nothing relevant in memory it says it does not know (``known=False``) without a model call.
         """
-        return self._engine.reflector.reflect(
+        return self._audit_reflect(self._engine.reflector.reflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
-        )
+        ))
 
     @public
     async def areflect(
@@ -233,9 +242,10 @@ class Bank:
         reference_time: When = None,
     ) -> Reflection:
         """Async twin of ``reflect``."""
-        return await self._engine.reflector.areflect(
+        reflection = await self._engine.reflector.areflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
+        return await asyncio.to_thread(self._audit_reflect, reflection)
 
     @public
     def schedule_reflect(
@@ -252,9 +262,11 @@ class Bank:
         """
         if not isinstance(query, str) or not query.strip():
             raise InvalidInputError("reflect needs a non-empty query")
-        return self._engine.jobs.queue_reflect(
+        job = self._engine.jobs.queue_reflect(
             self.id, query, disposition=disposition, budget=budget, reference_time=reference_time
         )
+        self._audit("schedule_reflect", summary=f"job {job.id}")
+        return job
 
     @public
     async def aschedule_reflect(self, query: Text, **kwargs: Any) -> Job:
@@ -278,7 +290,9 @@ class Bank:
             formed = FormedOpinion(text=text, confidence=confidence, entities=list(entities), rationale=rationale)
         except ValueError as exc:
             raise InvalidInputError(f"invalid opinion: {exc}") from exc
-        return self._engine.reflector.store_opinions(self.id, [formed], list(based_on))[0]
+        opinion = self._engine.reflector.store_opinions(self.id, [formed], list(based_on))[0]
+        self._audit("add_opinion", memory_ids=[opinion.id], counts={"memories": 1})
+        return opinion
 
     @public
     def opinions(self) -> list[Memory]:
@@ -299,7 +313,11 @@ class Bank:
         exactly once per opinion and evidence), for callers that retain with ``background=False`` or want
         the result at once. Evidence already applied is skipped, so calling it again changes nothing.
         """
-        return self._engine.reinforcer.apply(self.id, [str(i) for i in memory_ids])
+        events = self._engine.reinforcer.apply(self.id, [str(i) for i in memory_ids])
+        if events:
+            self._audit("update_opinions", memory_ids=list(dict.fromkeys(e.opinion_id for e in events)),
+                        counts={"events": len(events)})
+        return events
 
     @public
     async def aupdate_opinions(self, memory_ids: Sequence[Identifier]) -> list[OpinionEvent]:
@@ -407,6 +425,7 @@ class Bank:
                        status=DocumentStatus.DONE, metadata=dict(metadata or {}),
                        created_at=old.created_at if old else now, updated_at=now)
         self._engine.store.put_document(doc)
+        self._audit("put_document", document_id=document_id, counts={"characters": len(content)})
         return self.document(document_id)
 
     @public
@@ -414,6 +433,7 @@ class Bank:
         """Delete a raw document but keep the memories extracted from it (``forget(document_id=...)`` drops
         both). Chat transcripts use this: clearing a session should not erase what the agent learned."""
         self._engine.store.delete_document(self.id, document_id)
+        self._audit("delete_document", document_id=document_id)
 
     @public
     def stats(self) -> dict[str, Any]:
@@ -433,12 +453,74 @@ class Bank:
         given = [x for x in (memory_id, document_id, entity) if x is not None]
         if len(given) != 1:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-        return self._engine.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
+        deleted = self._engine.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
+        self._audit("forget", document_id=document_id, memory_ids=[memory_id] if memory_id else [],
+                    counts={"memories": deleted}, summary=f"entity {entity}" if entity is not None else "")
+        return deleted
 
     @public
     async def aforget(self, **kwargs: Any) -> int:
         """Async twin of ``forget``."""
         return await asyncio.to_thread(self.forget, **kwargs)
+
+    # re-embedding --------------------------------------------------------------------------------
+    @public
+    def reembed(
+        self, embedder: Any, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None
+    ) -> ReembedReport:
+        """Rebuild this bank's vectors with another embedder (an ``Embedder`` or anything ``make_embedder`` takes,
+        e.g. ``"mpnet"``) from the stored memories, without retaining again (``vectors/reembed.py``).
+
+        The new vectors go to a new collection that replaces the old one in one atomic step once every memory has
+        its vector; a crash before that leaves the old one in use, and calling this again resumes. ``progress`` is
+        called with (memories done, memories in all). Afterwards the bank opens with the new embedder
+        (``Hindsight.open(path, embedder=...)``); this ``Hindsight`` keeps its own, which no longer matches it.
+        """
+        from .embedders import make_embedder
+        from .vectors.reembed import reembed_bank
+
+        engine = self._engine
+        report = reembed_bank(engine.store, engine.index, make_embedder(embedder), engine.settings, self.id,
+                              batch_size=batch_size, progress=progress)
+        self._audit("reembed", counts={"vectors": report.units, "embedded": report.embedded},
+                    summary=f"{report.previous_embedder} -> {report.embedder}")
+        return report
+
+    @public
+    async def areembed(
+        self, embedder: Any, *, batch_size: int = 256, progress: Callable[[int, int], None] | None = None
+    ) -> ReembedReport:
+        """Async twin of ``reembed``."""
+        return await asyncio.to_thread(self.reembed, embedder, batch_size=batch_size, progress=progress)
+
+    # audit trail ---------------------------------------------------------------------------------
+    def _audit(self, operation: str, **details: Any) -> AuditEntry:
+        # After the write succeeded (see ``stores/audit.py``): a failure to record raises, the write stands.
+        return audit.record(self._engine.store, self.id, operation, **details)
+
+    def _audit_retain(self, result: RetainResult) -> RetainResult:
+        self._audit("retain", document_id=result.document_id, memory_ids=result.memory_ids,
+                    counts={"memories": len(result.memories), "links": result.links},
+                    summary=f"queued as job {result.job_id}" if result.queued else "")
+        return result
+
+    def _audit_reflect(self, reflection: Reflection) -> Reflection:
+        if reflection.opinions:  # a reflect that formed no opinion wrote nothing
+            self._audit("reflect", memory_ids=[m.id for m in reflection.opinions],
+                        counts={"opinions": len(reflection.opinions)})
+        return reflection
+
+    @public
+    def audit(self, *, limit: int = 50, offset: int = 0, oldest_first: bool = False) -> list[AuditEntry]:
+        """This bank's audit trail: every write and forget made through the API, the CLI, MCP or the explorer,
+        with its time, surface, token id and what it changed; newest first (``oldest_first`` to reverse),
+        ``limit`` entries (at most 10,000) from ``offset``."""
+        return audit.read(self._engine.store, self.id, limit=limit, offset=offset, oldest_first=oldest_first)
+
+    @public
+    async def aaudit(self, *, limit: int = 50, offset: int = 0, oldest_first: bool = False) -> list[AuditEntry]:
+        """Async twin of ``audit``."""
+        return await asyncio.to_thread(self.audit, limit=limit, offset=offset, oldest_first=oldest_first)
 
     # portability ---------------------------------------------------------------------------------
     @public

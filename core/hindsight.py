@@ -17,9 +17,10 @@ from .engine import Lazy, wire
 from .errors import BankNotFoundError, StoreError
 from .extract.base import Extractor
 from .llm.base import LLM
-from .models import BankProfile, Disposition, utcnow
+from .models import AuditEntry, BankProfile, Disposition, utcnow
 from .recall.rerank import Reranker
 from .runtime.leases import ProcessLease
+from .stores import audit
 from .stores.base import GraphStore, ResettableIndex, VectorIndex
 from .stores.locate import StoreLocation, open_graph, open_index
 from .stores.process_guard import VectorIndexDamagedError
@@ -29,6 +30,7 @@ from .vectors.reconcile import reconcile_bank
 
 if TYPE_CHECKING:
     from .portability.importer import ImportReport
+    from .vectors.reembed import ReembedReport
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,8 @@ class Hindsight:
         store: GraphStore,
         index: VectorIndex,
         *,
-        embedder: Embedder | str | None = None,
-        llm: LLM | None = None,
+        embedder: Embedder | str | Any | None = None,
+        llm: LLM | Any | None = None,
         extractor: Extractor | None = None,
         settings: Settings | None = None,
         reranker: Reranker | None = None,
@@ -62,8 +64,11 @@ class Hindsight:
         ``embedder`` is an ``Embedder`` or a name: ``"minilm"`` (the default: all-MiniLM-L6-v2, documents in
         float32, queries with its int8 ONNX twin), ``"minilm-fp32"``, ``"minilm-int8"`` or ``"mpnet"``
         (all-mpnet-base-v2: stronger, several times the embedding cost; assembled into the cache on first use).
-        None takes ``$HINDSIGHT_EMBEDDER``, else ``"minilm"``. Each bank records the embedder that built it and
-        refuses to open with another (``EmbedderMismatchError``); the MiniLM variants are one vector space.
+        It may also be any embedding model you bring (docs/MODELS.md): a LangChain ``Embeddings``, a LlamaIndex
+        ``BaseEmbedding``, ``"st:FOLDER"`` (a sentence-transformers model on this machine), ``"openai:URL#MODEL"``
+        (an OpenAI-compatible endpoint) or ``"module:attr"``; ``llm`` likewise takes a LangChain chat model or a
+        LlamaIndex LLM. None takes ``$HINDSIGHT_EMBEDDER``, else ``"minilm"``. Each bank records the embedder that
+        built it and refuses to open with another (``EmbedderMismatchError``); the MiniLM variants are one vector space.
         ``llm`` serves extraction, reflect and background work (default: the environment's endpoint or the
         bundled local model, loaded on first use); ``extractor`` replaces the LLM extractor used by
         ``retain(extract=True)`` (any ``Extractor``; e.g. an ``LLMExtractor`` with other tunables).
@@ -72,6 +77,10 @@ class Hindsight:
         self.index = index
         self.embedder: Embedder = make_embedder(embedder)
         self.settings = settings or Settings()
+        if llm is not None:  # a LangChain chat model or a LlamaIndex LLM is wrapped (duck-typed)
+            from .llm.factory import make_llm
+
+            llm = make_llm(llm)
         self._llm = Lazy(lambda: llm if llm is not None else _default_llm())
         self._recover_lock = threading.Lock()
         self.count_tokens = token_counter or count_tokens
@@ -249,6 +258,7 @@ class Hindsight:
                 BankProfile(id=bank_id, name=name or bank_id, background=background or "",
                             disposition=Disposition.model_validate(disposition or {}))
             )
+            audit.record(self.store, bank_id, "create_bank", summary=f"name {profile.name}")
         self.index.ensure_collection(bank_id, self.embedder.name, self.embedder.dimension)
         return Bank(self.engine, bank_id, owner=self)
 
@@ -262,7 +272,10 @@ class Hindsight:
         dropped by the next sync)."""
         if self.store.get_bank(bank_id) is None:
             raise BankNotFoundError(f"no bank {bank_id!r}")
+        stats = self.store.stats(bank_id)
         self.engine.forgetter.delete_bank(bank_id)
+        # The trail outlives the bank: its entries stay, and this one says where the data went.
+        audit.record(self.store, bank_id, "delete_bank", counts={"memories": int(stats.get("units", 0))})
 
     @public
     def import_bank(
@@ -284,6 +297,35 @@ class Hindsight:
     ) -> ImportReport:
         """Async twin of ``import_bank``."""
         return await asyncio.to_thread(self.import_bank, path, bank_id=bank_id, replace=replace)
+
+    @public
+    def reembed(self, bank_id: BankId, embedder: Any, **kwargs: Any) -> ReembedReport:
+        """Rebuild a bank's vectors with another embedder without retaining again (see ``Bank.reembed``; keyword
+        arguments ``batch_size`` and ``progress`` go there). Then open the store with that embedder."""
+        if self.store.get_bank(bank_id) is None:
+            raise BankNotFoundError(f"no bank {bank_id!r}")
+        return Bank(self.engine, bank_id, owner=self).reembed(embedder, **kwargs)
+
+    @public
+    async def areembed(self, bank_id: BankId, embedder: Any, **kwargs: Any) -> ReembedReport:
+        """Async twin of ``reembed``."""
+        return await asyncio.to_thread(self.reembed, bank_id, embedder, **kwargs)
+
+    @public
+    def audit(
+        self, bank_id: BankId | None = None, *, limit: int = 50, offset: int = 0, oldest_first: bool = False
+    ) -> list[AuditEntry]:
+        """The audit trail of one bank, or of every bank (deleted ones included: deleting a bank keeps its
+        trail): each write and forget with its time, surface (``api``, ``cli``, ``mcp``, ``explorer``), token id
+        and what it changed; newest first, ``limit`` entries (at most 10,000) from ``offset``."""
+        return audit.read(self.store, bank_id, limit=limit, offset=offset, oldest_first=oldest_first)
+
+    @public
+    async def aaudit(
+        self, bank_id: BankId | None = None, *, limit: int = 50, offset: int = 0, oldest_first: bool = False
+    ) -> list[AuditEntry]:
+        """Async twin of ``audit``."""
+        return await asyncio.to_thread(self.audit, bank_id, limit=limit, offset=offset, oldest_first=oldest_first)
 
     def close(self) -> None:
         """Stop worker threads, release this process's lease and close the stores (queued background jobs stay

@@ -14,18 +14,38 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
 .venv/bin/ruff check core langchain_hindsight llama_index_hindsight benchmarks tests scripts
-bash scripts/typecheck.sh
 
 SERVERS_DIR="$(mktemp -d -t hindsight-servers.XXXXXX)"
 stop_servers() {
+    if [ -n "${TYPECHECK_PID:-}" ]; then  # stopped early: mypy (the script's child) and the script
+        pkill -P "$TYPECHECK_PID" 2>/dev/null || true
+        kill "$TYPECHECK_PID" 2>/dev/null || true
+    fi
     .venv/bin/python tests/support/servers.py stop --dir "$SERVERS_DIR" || true
     rm -rf "$SERVERS_DIR"
 }
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
+# mypy (a minute of CPU from a cold cache) runs beside the servers' start and the tests, filling the time a core
+# waits (server start-up, processes the tests wait on, the last worker's tail); its verdict is read at the end.
+bash scripts/typecheck.sh > "$SERVERS_DIR/typecheck.log" 2>&1 &
+TYPECHECK_PID=$!
 # Assigned first, then evaluated: a failed start stops the script (set -e does not see inside eval "$(...)").
 SERVER_EXPORTS="$(.venv/bin/python tests/support/servers.py start --dir "$SERVERS_DIR")"
 eval "$SERVER_EXPORTS"
 echo "servers: graph $NEO4J_URI (database $NEO4J_DATABASE), vectors http://$CHROMA_HOST:$CHROMA_PORT" >&2
 
-.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 "$@"
+# Two workers (HINDSIGHT_TEST_WORKERS, 0 for one process), a test file to each at a time: the local model runs on
+# one thread and many tests wait on other processes, so two workers use both cores. tests/conftest.py sends the
+# costliest files first; arguments given to this script come last and win (e.g. -n 0, -m "not slow").
+TESTS_RC=0
+.venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 \
+    -n "${HINDSIGHT_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" || TESTS_RC=$?
+TYPECHECK_RC=0
+wait "$TYPECHECK_PID" || TYPECHECK_RC=$?
+TYPECHECK_PID=""
+cat "$SERVERS_DIR/typecheck.log"
+if [ "$TYPECHECK_RC" != 0 ]; then
+    echo "mypy failed (exit $TYPECHECK_RC)" >&2
+fi
+[ "$TESTS_RC" = 0 ] && [ "$TYPECHECK_RC" = 0 ] || exit $(( TESTS_RC ? TESTS_RC : TYPECHECK_RC ))

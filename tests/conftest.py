@@ -16,6 +16,7 @@ from hypothesis import settings
 from support.conversation import CONVERSATION
 
 from hindsight_core import Hindsight
+from hindsight_core.llm import LocalLLM, shutdown_local_servers
 
 # Model and tokenizer loading make first calls slow; timing belongs in benchmarks, not in tests.
 settings.register_profile("hindsight", deadline=None, max_examples=100)
@@ -28,6 +29,15 @@ def hs(tmp_path: Path) -> Iterator[Hindsight]:
     """A fresh embedded Hindsight (SQLite + persistent Chroma) in a temporary folder."""
     with Hindsight.open(tmp_path / "memory") as h:
         yield h
+
+
+@pytest.fixture(scope="session")
+def qwen() -> Iterator[LocalLLM]:
+    """The bundled Qwen2.5-1.5B for the real-model tests: one llama.cpp server per test process (per worker under
+    pytest-xdist), loaded on first use and shared by every test file instead of reloaded by each."""
+    llm = LocalLLM("qwen2.5-1.5b")
+    yield llm
+    shutdown_local_servers()
 
 
 @pytest.fixture()
@@ -54,10 +64,32 @@ SLOW_TESTS = {"test_every_page_loads_without_console_errors", "test_documents_an
               "test_bench_scale_writes_latencies_and_the_bare_chroma_floor"}
 
 
+# ``scripts/test.sh`` runs two pytest-xdist workers (``-n 2 --dist loadfile --no-loadscope-reorder``): each test file
+# runs whole on one worker, so a module's fixtures are built once (one model per worker: ``qwen``), and each worker's
+# conformance suite wipes a Bolt database of its own (conformance/conftest.py). The costliest files (measured with
+# ``--durations``) are sent first, so that the two workers finish together.
+HEAVY_FIRST = ("test_cara_llm.py", "test_notebooks.py", "conformance/", "torture/test_kill_torture.py",
+               "test_bench.py", "test_raw_first_llm.py", "test_langchain_llm.py", "test_opinions_bad_news.py",
+               "test_llm_retain.py", "test_llamaindex_llm.py")
+
+
+def _send_order(where: str, slow: bool) -> int:
+    """Heavy files in ``HEAVY_FIRST`` order, then the rest of the slow tier, then the fast one."""
+    for rank, prefix in enumerate(HEAVY_FIRST):
+        if where.startswith(prefix):
+            return rank
+    return len(HEAVY_FIRST) + (0 if slow else 1)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the slow tier (see ``SLOW_FILES``)."""
+    """Mark the slow tier (see ``SLOW_FILES``) and collect the costliest files first (see ``HEAVY_FIRST``)."""
     root = Path(__file__).parent
+    order: dict[str, int] = {}
     for item in items:
         where = Path(str(item.fspath)).relative_to(root).as_posix()
-        if item.get_closest_marker("llm") or where in SLOW_FILES or item.originalname in SLOW_TESTS:
+        slow = bool(item.get_closest_marker("llm") or where in SLOW_FILES or item.originalname in SLOW_TESTS)
+        if slow:
             item.add_marker(pytest.mark.slow)
+        order[where] = min(order.get(where, len(HEAVY_FIRST) + 1), _send_order(where, slow))
+    # By file (a file's tests stay together and in their order: its module fixtures are built once).
+    items.sort(key=lambda item: order[Path(str(item.fspath)).relative_to(root).as_posix()])

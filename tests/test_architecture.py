@@ -99,7 +99,7 @@ def test_import_graph_has_no_cycle() -> None:
 
 
 LAYERS: list[set[str]] = [
-    {"models", "errors", "config", "validation", "actor"},
+    {"models", "errors", "config", "validation", "actor", "access"},
     {"text", "temporal", "assets"},
     {"llm", "embedders", "extract", "stores"},
     {"vectors"},
@@ -162,7 +162,7 @@ def test_every_module_imports(name: str) -> None:
 
 # the store protocols ----------------------------------------------------------------------------------------
 NARROW = (base.BankStore, base.DocumentStore, base.UnitStore, base.OpinionStore, base.EntityStore,
-          base.SearchStore, base.JobQueue, base.Leases, base.VectorMarks, base.IntegrityChecks)
+          base.SearchStore, base.JobQueue, base.Leases, base.VectorMarks, base.IntegrityChecks, base.AuditLog)
 
 
 def _methods(protocol: type) -> set[str]:

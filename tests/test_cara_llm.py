@@ -10,14 +10,13 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from hindsight_core import Disposition, Hindsight
-from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.llm import LocalLLM
 from hindsight_core.models import JobStatus, Network
 
 pytestmark = pytest.mark.llm
@@ -28,13 +27,6 @@ RUNNING = [
     {"speaker": "Ana", "text": "I finished my first 10k race last Sunday in Porto.", "id": "m2"},
     {"speaker": "Ana", "text": "My knee hurt a bit after the race but it is fine now.", "id": "m3"},
 ]
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalLLM]:
-    llm = LocalLLM("qwen2.5-1.5b")
-    yield llm
-    shutdown_local_servers()
 
 
 def test_two_dispositions_reflect_differently_over_the_same_memories(tmp_path: Path, qwen: LocalLLM) -> None:

@@ -7,7 +7,6 @@ fact across threads or turns. Answers are short (max_tokens 64). A missing model
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 
 from hindsight_core import Hindsight
-from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.llm import LocalLLM
 from hindsight_core.models import JobStatus
 from langchain_hindsight import (
     HindsightChatMessageHistory,
@@ -36,13 +35,6 @@ pytestmark = pytest.mark.llm
 SYSTEM = "You are a helpful assistant. Answer in one short sentence."
 TOLD = "My sister Emma moved to Lisbon last spring."
 ASKED = "Where does my sister live?"
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalLLM]:
-    llm = LocalLLM("qwen2.5-1.5b")
-    yield llm
-    shutdown_local_servers()
 
 
 @pytest.fixture(scope="module")

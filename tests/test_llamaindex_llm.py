@@ -7,7 +7,6 @@ short (CPU, about 30 tokens/s). A missing runtime or missing weights is a failur
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,21 +18,13 @@ from llama_index.core.memory import Memory
 from llama_index.core.query_engine import RetrieverQueryEngine
 
 from hindsight_core import Hindsight
-from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.llm import LocalLLM
 from llama_index_hindsight import HindsightMemoryBlock, HindsightRetriever, OpenAILikeLLM, local_llm
 
 pytestmark = pytest.mark.llm
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 MODEL = "qwen2.5-1.5b"
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalLLM]:
-    """The core's local model (extraction); the LlamaIndex LLM below shares its llama.cpp server."""
-    llm = LocalLLM(MODEL)
-    yield llm
-    shutdown_local_servers()
 
 
 @pytest.fixture(scope="module")

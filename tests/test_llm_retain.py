@@ -6,14 +6,13 @@ command installs both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from hindsight_core import Hindsight
-from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.llm import LocalLLM
 from hindsight_core.models import DocumentStatus, Network
 
 pytestmark = pytest.mark.llm
@@ -28,13 +27,6 @@ EXCHANGE = [
     {"speaker": "Melanie", "id": "D1:4",
      "text": "You'd be a great counselor. I'm painting a lake sunrise for my kids."},
 ]
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalLLM]:
-    llm = LocalLLM("qwen2.5-1.5b")
-    yield llm
-    shutdown_local_servers()  # free the model's memory for the rest of the session
 
 
 def test_llm_retain_yields_sourced_narrative_facts_entities_and_links(tmp_path: Path, qwen: LocalLLM) -> None:

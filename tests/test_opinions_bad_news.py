@@ -7,7 +7,6 @@ The pairing and recording logic runs with a scripted model; the demo's case runs
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,7 +15,7 @@ import pytest
 from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Disposition, Hindsight
-from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.llm import LocalLLM
 from hindsight_core.models import Entity, Memory, Network
 from hindsight_core.reflect.disposition import opinion_step
 from hindsight_core.reflect.opinion_candidates import known_names, name_pattern, opinion_names, related_opinions
@@ -163,13 +162,6 @@ def test_the_background_job_after_a_retain_records_the_step(tmp_path: Path) -> N
 # ---------------------------------------------------------------------------------------------------------------
 # The demo's case with the real local model
 # ---------------------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalLLM]:
-    llm = LocalLLM("qwen2.5-1.5b")
-    yield llm
-    shutdown_local_servers()
 
 
 @pytest.mark.llm

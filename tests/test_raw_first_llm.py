@@ -12,13 +12,12 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from hindsight_core import Hindsight
-from hindsight_core.llm import LocalLLM, shutdown_local_servers
+from hindsight_core.llm import LocalLLM
 from hindsight_core.models import JobStatus
 from hindsight_core.runtime.integrity import check
 
@@ -47,13 +46,6 @@ print(json.dumps({"elapsed": elapsed, "document": result.document_id, "job": res
       flush=True)
 os.kill(os.getpid(), signal.SIGKILL)  # before the facts job can finish: no close, no clean shutdown
 """
-
-
-@pytest.fixture(scope="module")
-def qwen() -> Iterator[LocalLLM]:
-    llm = LocalLLM("qwen2.5-1.5b")
-    yield llm
-    shutdown_local_servers()  # free the model's memory for the rest of the session
 
 
 def test_chat_turn_returns_before_the_model_and_a_killed_process_loses_no_facts(tmp_path: Path, qwen: LocalLLM) -> None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
 from .options import global_options, location, open_store
-from .run import EXIT_ERROR, one_line, run_parsed
+from .run import EXIT_ERROR, cli_write, one_line, run_parsed
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -103,11 +103,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     from ..explorer.cli import add_commands as add_ui
     from ..mcp_server.cli import add_commands as add_mcp
+    from .audit import add_commands as add_audit
     from .portability import add_commands as add_portability
+    from .reembed import add_commands as add_reembed
+    from .tokens import add_commands as add_tokens
 
     add_portability(sub, common)  # export, import, migrate
+    add_audit(sub, common)  # audit
+    add_reembed(sub, common)  # reembed
     add_mcp(sub, common)
     add_ui(sub, common)
+    add_tokens(sub, common)  # token add|list|remove
     _add_bench(sub)
     return parser
 
@@ -206,6 +212,7 @@ def _add_bench(sub: _Subparsers) -> None:
 # --------------------------------------------------------------------------------------------------
 # commands
 # --------------------------------------------------------------------------------------------------
+@cli_write
 def cmd_retain(args: argparse.Namespace) -> dict[str, Any] | None:
     """``retain BANK [FILE|-]``: one retain per document of the input."""
     from ..errors import InvalidInputError
@@ -361,6 +368,7 @@ def cmd_stats(args: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
+@cli_write
 def cmd_check(args: argparse.Namespace) -> dict[str, Any] | None:
     """``check [BANK...] [--repair]``: the store's invariants, per bank; exit status 1 when some do not hold."""
     from ..runtime.integrity import check
@@ -373,6 +381,12 @@ def cmd_check(args: argparse.Namespace) -> dict[str, Any] | None:
 
             raise BankNotFoundError(f"no bank {unknown[0]!r}; known banks: {sorted(known)[:20]}")
         report = check(hs, args.banks or None, repair=args.repair)
+        if args.repair:
+            from ..stores import audit
+
+            for checked in report.banks:
+                if any(checked.repaired.values()):  # a repair changes the bank: recorded like any other write
+                    audit.record(hs.store, checked.bank_id, "repair", counts=checked.repaired)
     args.exit_status = 0 if report.ok else 1
     if args.json:
         return {"ok": report.ok, **report.model_dump()}
@@ -391,6 +405,7 @@ def cmd_check(args: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
+@cli_write
 def cmd_demo(args: argparse.Namespace) -> dict[str, Any] | None:
     """``demo``: the bundled conversation, retained and recalled (see ``hindsight_core.cli.demo``)."""
     from .demo import run_demo

@@ -6,7 +6,12 @@
   sentence-transformers folder).
 - ``onnx_minilm``: ``OnnxMiniLMEmbedder``, MiniLM with int8 weights on onnxruntime (queries in ~4 ms).
 - ``mpnet``: all-mpnet-base-v2 assembled once from its chunk packages (``ensure_mpnet``, ``mpnet_embedder``).
-- ``factory``: ``make_embedder("minilm" | "minilm-fp32" | "minilm-int8" | "mpnet")`` and ``HINDSIGHT_EMBEDDER``.
+- ``onnx_base``: what the ONNX embedders share (tokenizer, length-sorted batches, mean pooling, sessions);
+  ``onnx_mpnet``: mpnet's ONNX graphs (``mpnet-onnx``, ``mpnet-int8``), built once by ``assets/onnx_export.py``.
+- ``wrapped``: ``FrameworkEmbedder``, a LangChain ``Embeddings`` or LlamaIndex ``BaseEmbedding`` (duck-typed).
+- ``st_model``: any sentence-transformers model on this machine (``st:FOLDER``); ``openai_compat``: an
+  OpenAI-compatible ``/embeddings`` endpoint (``openai:URL#MODEL``); ``spec``: those strings and ``module:attr``.
+- ``factory``: ``make_embedder("minilm" | "minilm-fp32" | "minilm-int8" | "mpnet" | "mpnet-int8" | ...)`` and ``HINDSIGHT_EMBEDDER``.
 
 Importing this package loads no model and imports neither torch nor onnxruntime.
 """
@@ -14,7 +19,7 @@ Importing this package loads no model and imports neither torch nor onnxruntime.
 from __future__ import annotations
 
 from ..errors import EmbedderUnavailableError
-from .base import Embedder, QueryEmbedder, SplitEmbedder, embed_queries
+from .base import AsyncEmbedder, Embedder, QueryEmbedder, SplitEmbedder, aembed_documents, aembed_queries, embed_queries
 from .factory import DEFAULT_EMBEDDER, EMBEDDERS, ENV_EMBEDDER, make_embedder
 from .mpnet import MPNET_DIMENSION, MPNET_NAME, MPNET_ZIP, ensure_mpnet, mpnet_embedder
 from .onnx_minilm import INT8_PIP_COMMAND, MINILM_NAME, OnnxMiniLMEmbedder, int8_available
@@ -30,12 +35,15 @@ __all__ = [
     "MPNET_NAME",
     "MPNET_ZIP",
     "PRECISIONS",
+    "AsyncEmbedder",
     "Embedder",
     "EmbedderUnavailableError",
     "OnnxMiniLMEmbedder",
     "QueryEmbedder",
     "SentenceTransformerEmbedder",
     "SplitEmbedder",
+    "aembed_documents",
+    "aembed_queries",
     "embed_queries",
     "ensure_mpnet",
     "int8_available",

@@ -22,8 +22,9 @@ from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.stores.chroma import ChromaVectorIndex
 from hindsight_core.stores.sqlite import SQLiteGraphStore
 
-# The suite's own database on the Bolt server, wiped before each test: other suites sharing the server keep theirs.
-CONFORMANCE_DATABASE = "hsconformance"
+# The suite's own database on the Bolt server, wiped before each test: other suites sharing the server keep theirs,
+# and each pytest-xdist worker (``gw0``, ``gw1``: scripts/test.sh runs two) has one of its own.
+CONFORMANCE_DATABASE = "hsconformance" + os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
 @pytest.fixture(scope="session")
