@@ -11,7 +11,7 @@
 - ``wrapped``: ``FrameworkEmbedder``, a LangChain ``Embeddings`` or LlamaIndex ``BaseEmbedding`` (duck-typed).
 - ``st_model``: any sentence-transformers model on this machine (``st:FOLDER``); ``openai_compat``: an
   OpenAI-compatible ``/embeddings`` endpoint (``openai:URL#MODEL``); ``spec``: those strings and ``module:attr``.
-- ``factory``: ``make_embedder("minilm" | "minilm-fp32" | "minilm-int8" | "mpnet" | "mpnet-int8" | ...)`` and ``HINDSIGHT_EMBEDDER``.
+- ``factory``: ``make_embedder("minilm" | "minilm-int8" | "mpnet" | "mpnet-int8" | ...)``, ``HINDSIGHT_EMBEDDER``.
 
 Importing this package loads no model and imports neither torch nor onnxruntime.
 """
