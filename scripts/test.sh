@@ -13,6 +13,9 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
+# Two pytest workers on two cores: each worker's PyTorch runs one OpenMP thread, so a worker's model batches do not
+# preempt the other worker's llama.cpp thread (the real-LLM tests are most of the suite's time). Override to measure.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 .venv/bin/ruff check core langchain_hindsight llama_index_hindsight benchmarks tests scripts
 
 SERVERS_DIR="$(mktemp -d -t hindsight-servers.XXXXXX)"
