@@ -6,15 +6,13 @@ job stores may carry any of them."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from langchain_openai import ChatOpenAI
 from pydantic import BaseModel
+from support.echo_server import EchoServer
 
 from hindsight_core import Hindsight
 from hindsight_core.errors import LLMError
@@ -25,43 +23,17 @@ PASSWORD = "hunter2-pass"
 OTHER_KEY = "sk-proj-ZZZ9876543210abcdef"
 
 
-class _Echo:
-    """An OpenAI-compatible endpoint whose every answer is a 401 echoing the credentials it was sent."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                echoed = {"error": {"message": f"bad credentials: {self.headers.get('Authorization')} for "
-                                               f"http://bob:{PASSWORD}@upstream/v1; try {OTHER_KEY}",
-                                    "type": "auth", "seen": KEY}}
-                body = json.dumps(echoed).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
-def echo() -> Iterator[_Echo]:
-    server = _Echo()
+def echo() -> Iterator[EchoServer]:
+    server = EchoServer(lambda auth: {
+        "message": f"bad credentials: {auth} for http://bob:{PASSWORD}@upstream/v1; try {OTHER_KEY}",
+        "type": "auth", "seen": KEY,
+    })
     yield server
     server.close()
 
 
-def _llm(echo: _Echo, userinfo: bool = True) -> ChatModelLLM:
+def _llm(echo: EchoServer, userinfo: bool = True) -> ChatModelLLM:
     # With userinfo, httpx sends it as Basic auth; without, the key goes as "Bearer KEY" and is echoed.
     where = f"bob:{PASSWORD}@" if userinfo else ""
     model = ChatOpenAI(model="stub", api_key=KEY, base_url=f"http://{where}127.0.0.1:{echo.port}/v1",
@@ -88,7 +60,7 @@ class _City(BaseModel):
 
 
 @pytest.mark.parametrize("userinfo", [True, False])
-def test_an_echoing_upstream_leaks_nothing_through_the_chat_model(echo: _Echo, userinfo: bool) -> None:
+def test_an_echoing_upstream_leaks_nothing_through_the_chat_model(echo: EchoServer, userinfo: bool) -> None:
     llm = _llm(echo, userinfo)
     with pytest.raises(LLMError) as raised:
         llm.generate([{"role": "user", "content": "hi"}], _City)
@@ -97,14 +69,14 @@ def test_an_echoing_upstream_leaks_nothing_through_the_chat_model(echo: _Echo, u
     assert "401" in message and "AuthenticationError" in message and "***" in message  # still says what happened
 
 
-async def test_the_async_twin_leaks_nothing_either(echo: _Echo) -> None:
+async def test_the_async_twin_leaks_nothing_either(echo: EchoServer) -> None:
     with pytest.raises(LLMError) as raised:
         await _llm(echo).agenerate([{"role": "user", "content": "hi"}], _City)
     _assert_clean(_chain(raised.value))
     assert "401" in str(raised.value)
 
 
-def test_a_failed_facts_job_through_the_chat_model_stores_no_credential(tmp_path: Path, echo: _Echo) -> None:
+def test_a_failed_facts_job_through_the_chat_model_stores_no_credential(tmp_path: Path, echo: EchoServer) -> None:
     with Hindsight.open(tmp_path / "m", llm=_llm(echo), start_worker=False) as hs:
         bank = hs.bank("b")
         result = bank.retain([{"speaker": "Ana", "text": "I moved to Porto last spring.", "id": "m1"}])

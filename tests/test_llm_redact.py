@@ -4,14 +4,12 @@ reprs and in what a failed facts job stores."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pydantic import BaseModel
+from support.echo_server import EchoServer
 
 from hindsight_core import Hindsight
 from hindsight_core.errors import LLMError
@@ -49,42 +47,16 @@ def test_scrub_masks_configured_secrets_but_not_short_words() -> None:
     assert scrub(f"the key {KEY} and no", [KEY, "no"]) == f"the key {MASK} and no"
 
 
-class _Echo:
-    """An OpenAI-compatible endpoint that fails with a body echoing the request's credentials."""
-
-    def __init__(self) -> None:
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                echoed = {"error": {"message": f"bad credentials: {self.headers.get('Authorization')}",
-                                    "type": "auth", "key_seen": KEY, "password": PASSWORD}}
-                body = json.dumps(echoed).encode()
-                self.send_response(401)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True).start()
-
-    def close(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
 @pytest.fixture
-def echo() -> Iterator[_Echo]:
-    server = _Echo()
+def echo() -> Iterator[EchoServer]:
+    server = EchoServer(lambda auth: {
+        "message": f"bad credentials: {auth}", "type": "auth", "key_seen": KEY, "password": PASSWORD,
+    })
     yield server
     server.close()
 
 
-def _llm(echo: _Echo) -> OpenAICompatibleLLM:
+def _llm(echo: EchoServer) -> OpenAICompatibleLLM:
     return OpenAICompatibleLLM(f"http://bob:{PASSWORD}@127.0.0.1:{echo.port}/v1", "stub", KEY, max_retries=0)
 
 
@@ -96,7 +68,7 @@ class _City(BaseModel):
     city: str
 
 
-def test_an_echoing_upstream_leaks_nothing_into_errors_or_reprs(echo: _Echo) -> None:
+def test_an_echoing_upstream_leaks_nothing_into_errors_or_reprs(echo: EchoServer) -> None:
     llm = _llm(echo)
     _assert_clean(repr(llm))
     with pytest.raises(LLMError) as raised:
@@ -105,7 +77,7 @@ def test_an_echoing_upstream_leaks_nothing_into_errors_or_reprs(echo: _Echo) -> 
     assert "401" in str(raised.value) and f"127.0.0.1:{echo.port}" in str(raised.value)
 
 
-def test_a_failed_facts_job_stores_no_credential(tmp_path: Path, echo: _Echo) -> None:
+def test_a_failed_facts_job_stores_no_credential(tmp_path: Path, echo: EchoServer) -> None:
     with Hindsight.open(tmp_path / "m", llm=_llm(echo), start_worker=False) as hs:
         bank = hs.bank("b")
         result = bank.retain([{"speaker": "Ana", "text": "I moved to Porto last spring.", "id": "m1"}])
