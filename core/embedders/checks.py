@@ -8,6 +8,7 @@ says which embedder broke it; ``probe_dimension`` learns a dimension by embeddin
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -49,3 +50,31 @@ def probe_dimension(embed: Callable[[Sequence[str]], np.ndarray], source: str) -
     if vecs.ndim != 2 or vecs.shape[0] != 1 or vecs.shape[1] == 0:
         raise EmbeddingError(f"{source} returned no usable vector for a probe text (shape {vecs.shape})")
     return int(vecs.shape[1])
+
+
+class ProbedDimension:
+    """The ``name`` and ``dimension`` of an embedder that may not know its vector size: given, or learnt from one
+    probe text on first use (once, under a lock). Subclasses set ``_name`` and ``_dimension`` through ``__init__``
+    and define ``_probe_embed`` (the raw call, without the size check that needs the dimension)."""
+
+    def __init__(self, name: str, dimension: int | None) -> None:
+        self._name = name
+        self._dimension = dimension
+        self._lock = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        """The identity banks record."""
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """Vector size (given, or learnt from one probe text on first use)."""
+        if self._dimension is None:
+            with self._lock:
+                if self._dimension is None:
+                    self._dimension = probe_dimension(self._probe_embed, self._name)
+        return self._dimension
+
+    def _probe_embed(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError

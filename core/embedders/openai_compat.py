@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +23,7 @@ import numpy as np
 
 from ..errors import EmbeddingError, InvalidInputError
 from ..llm.redact import display_url, scrub, url_secrets
-from .checks import as_vectors, probe_dimension
+from .checks import ProbedDimension, as_vectors
 
 ENV_EMBED_API_KEY = "HINDSIGHT_EMBED_API_KEY"
 """Environment variable holding the embeddings endpoint's key (falls back to ``OPENAI_API_KEY``)."""
@@ -44,7 +43,7 @@ def api_key_from_env(environ: Mapping[str, str] | None = None) -> str | None:
     return None
 
 
-class OpenAICompatibleEmbedder:
+class OpenAICompatibleEmbedder(ProbedDimension):
     """Batched, retried embeddings from an OpenAI-compatible endpoint; recorded as ``openai:MODEL``.
 
     The recorded name leaves the URL out on purpose: the same model served elsewhere gives the same vectors.
@@ -77,13 +76,11 @@ class OpenAICompatibleEmbedder:
         self.model = model.strip()
         self._api_key = api_key if api_key is not None else api_key_from_env()
         self._secrets = [s for s in (self._api_key, *url_secrets(self.url)) if s]
-        self._name = name or f"openai:{self.model}"
-        self._dimension = dimension
+        super().__init__(name or f"openai:{self.model}", dimension)
         self.batch_size = batch_size
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff_s = backoff_s
-        self._lock = threading.Lock()
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> OpenAICompatibleEmbedder:
@@ -97,28 +94,15 @@ class OpenAICompatibleEmbedder:
     def __repr__(self) -> str:
         return f"OpenAICompatibleEmbedder({display_url(self.url)!r}, model={self.model!r})"
 
-    @property
-    def name(self) -> str:
-        """The identity banks record (``openai:MODEL`` unless given)."""
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        """Vector size (given, or learnt from one request on first use)."""
-        if self._dimension is None:
-            with self._lock:
-                if self._dimension is None:
-                    self._dimension = probe_dimension(self._embed_all, self._name)
-        return self._dimension
-
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` in batches of ``batch_size``; unit float32 rows in input order."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        vecs = self._embed_all(texts)
+        vecs = self._probe_embed(texts)
         return as_vectors(vecs, len(texts), f"embedder {self._name}", self.dimension)
 
-    def _embed_all(self, texts: Sequence[str]) -> np.ndarray:
+    def _probe_embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Every text in batches, checked for count and finiteness (not yet the dimension)."""
         parts = [self._batch(list(texts[i : i + self.batch_size])) for i in range(0, len(texts), self.batch_size)]
         return as_vectors([row for part in parts for row in part], len(texts), f"embedder {self._name}")
 

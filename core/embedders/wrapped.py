@@ -24,7 +24,7 @@ import numpy as np
 from ..errors import EmbeddingError, HindsightError, InvalidInputError
 from ..llm.redact import scrub
 from .base import Embedder
-from .checks import as_vectors, probe_dimension
+from .checks import ProbedDimension, as_vectors
 
 _MODEL_ATTRS = ("model", "model_name", "model_id", "deployment", "deployment_name")
 
@@ -91,7 +91,7 @@ def _run(coro: Awaitable[Any]) -> Any:
     return box["value"]
 
 
-class FrameworkEmbedder:
+class FrameworkEmbedder(ProbedDimension):
     """A LangChain or LlamaIndex embedding object behind the ``Embedder`` protocol (plus async twins)."""
 
     def __init__(self, obj: Any, *, name: str | None = None, dimension: int | None = None) -> None:
@@ -105,26 +105,10 @@ class FrameworkEmbedder:
             raise InvalidInputError(f"dimension must be at least 1, not {dimension}")
         self.obj = obj
         self.kind = kind
-        self._name = name.strip() if name and name.strip() else default_name(obj, kind)
-        self._dimension = dimension
-        self._lock = threading.Lock()
+        super().__init__(name.strip() if name and name.strip() else default_name(obj, kind), dimension)
 
     def __repr__(self) -> str:
         return f"FrameworkEmbedder({self._name!r})"
-
-    @property
-    def name(self) -> str:
-        """The identity banks record."""
-        return self._name
-
-    @property
-    def dimension(self) -> int:
-        """Vector size (given, or learnt from one probe text on first use)."""
-        if self._dimension is None:
-            with self._lock:
-                if self._dimension is None:
-                    self._dimension = probe_dimension(self._embed_unchecked, self._name)
-        return self._dimension
 
     def _call(self, method: str, amethod: str, arg: Any) -> Any:
         sync = getattr(self.obj, method, None)
@@ -151,7 +135,7 @@ class FrameworkEmbedder:
     def _error(self, exc: Exception) -> EmbeddingError:
         return EmbeddingError(f"embedder {self._name} failed: {type(exc).__name__}: {scrub(str(exc))}")
 
-    def _embed_unchecked(self, texts: Sequence[str]) -> np.ndarray:
+    def _probe_embed(self, texts: Sequence[str]) -> np.ndarray:
         raw = self._call(self.kind.documents, self.kind.adocuments, list(texts))
         return as_vectors(raw, len(texts), f"embedder {self._name}")
 
