@@ -35,11 +35,15 @@ def test_two_dispositions_reflect_differently_over_the_same_memories(tmp_path: P
         bank.retain(RUNNING, timestamp=T0, extract=False)
         warm = bank.reflect("Is Ana a committed runner?", reference_time=T0 + timedelta(days=1),
                             disposition=Disposition(skepticism=1, literalism=2, empathy=5, bias=0.8))
+        # The answer ends on its own, not at the 700-token budget (greedy decoding looped there before the
+        # local model's DRY penalty).
+        assert (qwen.last_usage or {}).get("completion_tokens", 700) < 700
         for opinion in warm.opinions:  # the same evidence for both: not the first one's opinion as well
             assert bank.opinion_history(opinion.id)[0].label == "formed"
             bank.forget(memory_id=opinion.id)
         cold = bank.reflect("Is Ana a committed runner?", reference_time=T0 + timedelta(days=1),
                             disposition=Disposition(skepticism=5, literalism=5, empathy=1, bias=0.8))
+        assert (qwen.last_usage or {}).get("completion_tokens", 700) < 700
         assert warm.system_message != cold.system_message
         for result in (warm, cold):
             assert result.answer.strip()

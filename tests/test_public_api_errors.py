@@ -93,6 +93,11 @@ def public_methods(obj: Any) -> list[str]:
     return names
 
 
+def _valid_wait(method: str, param: str, value: Any) -> bool:
+    return (method in ("wait_idle", "await_idle") and param == "timeout" and isinstance(value, int | float)
+            and 0 < value < 1e6)
+
+
 def call(obj: Any, name: str, kwargs: dict[str, Any]) -> Any:
     result = getattr(obj, name)(**kwargs)
     if inspect.isawaitable(result):
@@ -133,6 +138,8 @@ def test_hostile_arguments_raise_only_typed_errors(opened: tuple[Hindsight, Bank
                   if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)]
         for param in params:
             for value in HOSTILE:
+                if _valid_wait(name, param.name, value):
+                    continue  # a real wait of that many seconds on the pending jobs: valid input, only slow
                 kwargs = {**VALID.get(name, {}), param.name: value}
                 tried += 1
                 try:

@@ -2,8 +2,8 @@
 SIGKILLed at random points, again and again. After every kill the store is reopened and must hold every
 acknowledged write and no acknowledged forget undone; ``check`` finds nothing; recall works.
 
-``HINDSIGHT_TORTURE_KILLS`` sets the number of kills (default 50, within a few minutes on 2 cores; the long
-run in docs/INTEGRITY.md used more). Writers are forked from a server process that imported the heavy
+``HINDSIGHT_TORTURE_KILLS`` sets the number of kills (default 30, the test command's size: under a minute on
+2 cores; the long runs in docs/INTEGRITY.md used 50 and 300). Writers are forked from a server process that imported the heavy
 modules once, so that a kill cycle costs about a second rather than an interpreter start.
 """
 
@@ -25,7 +25,7 @@ from hindsight_core import Hindsight
 from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.runtime.integrity import check
 
-KILLS = int(os.environ.get("HINDSIGHT_TORTURE_KILLS", "50"))
+KILLS = int(os.environ.get("HINDSIGHT_TORTURE_KILLS", "30"))
 
 
 def state_of(hs: Hindsight, doc: str) -> tuple[str, int | None, int | None]:
