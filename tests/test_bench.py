@@ -416,7 +416,7 @@ def test_qa_with_the_real_local_model_as_answerer_and_judge(tmp_path: Path) -> N
     data.write_text(json.dumps([tiny_locomo()]), encoding="utf-8")
     out = tmp_path / "results"
     try:
-        code = main(["bench", "qa", "--dataset", "locomo", "--data", str(data), "--questions", "2",
+        code = main(["bench", "qa", "--dataset", "locomo", "--data", str(data), "--questions", "1",
                      "--answer-model", "qwen2.5-0.5b", "--judge-model", "qwen2.5-0.5b", "--out", str(out),
                      "--no-progress"])
     finally:
@@ -425,8 +425,9 @@ def test_qa_with_the_real_local_model_as_answerer_and_judge(tmp_path: Path) -> N
     result = json.loads((out / "qa.json").read_text())
     assert result["answer_model"] == "local/qwen2.5-0.5b" and result["judge_model"] == "local/qwen2.5-0.5b"
     records = result["per_question"]
-    assert [r["question"] for r in records] == ["What is the name of Ines's cat?",
-                                                "Where did Marek repair his sailboat?"]
+    # One question (a model call to answer, one to judge): per-category counting over several questions is
+    # covered with a scripted model above.
+    assert [r["question"] for r in records] == ["What is the name of Ines's cat?"]
     for r in records:
         assert r["answer"].strip() and r["memories"] > 0
         assert r["judge_tokens"]["calls"] >= 1 and r["judge_tokens"]["prompt"] > 200  # the judge prompt is long
@@ -434,9 +435,9 @@ def test_qa_with_the_real_local_model_as_answerer_and_judge(tmp_path: Path) -> N
         if r["known"]:
             assert r["answer_tokens"]["prompt"] > 0 and r["answer_tokens"]["completion"] > 0
         assert r["answer_seconds"] > 0 and r["judge_seconds"] > 0
-    accuracy = 100.0 * sum(r["correct"] for r in records) / 2
+    accuracy = 100.0 * sum(r["correct"] for r in records)
     assert result["categories"]["all"]["accuracy"] == pytest.approx(accuracy)
-    assert result["categories"]["single-hop"]["n"] == 2
-    assert "| all | 2 |" in (out / "qa.md").read_text()
+    assert result["categories"]["single-hop"]["n"] == 1
+    assert "| all | 1 |" in (out / "qa.md").read_text()
     assert_png(out / "qa_accuracy.png")
     assert_png(out / "qa_tokens.png")
