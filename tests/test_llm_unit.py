@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from hindsight_core.assets import chunks as chunks_mod
-from hindsight_core.errors import LLMError
+from hindsight_core.errors import InvalidInputError, LLMError
 from hindsight_core.llm import (
     LLM,
     QWEN_0_5B,
@@ -377,19 +377,17 @@ def test_local_llm_unknown_model() -> None:
 def test_local_llm_sends_its_dry_penalty(monkeypatch: pytest.MonkeyPatch) -> None:
     import types
 
-    from hindsight_core.llm import local
-
     # No server: the shared-server lookup answers an address; the request is built, never sent.
     fake = types.SimpleNamespace(openai_base_url="http://127.0.0.1:9/v1")
-    monkeypatch.setattr(local, "get_local_server", lambda *a, **k: fake)
+    monkeypatch.setattr(local_mod, "get_local_server", lambda *a, **k: fake)
     messages = [{"role": "user", "content": "hi"}]
     default = LocalLLM("qwen2.5-0.5b")._delegate().build_request(messages, City)  # type: ignore[list-item]
-    assert default["extra_body"] == {"dry_multiplier": local.DEFAULT_DRY_MULTIPLIER}
-    assert local.DEFAULT_DRY_MULTIPLIER > 0
+    assert default["extra_body"] == {"dry_multiplier": local_mod.DEFAULT_DRY_MULTIPLIER}
+    assert local_mod.DEFAULT_DRY_MULTIPLIER > 0
     off = LocalLLM("qwen2.5-0.5b", dry_multiplier=0)._delegate().build_request(messages, City)  # type: ignore[list-item]
     assert off["extra_body"] == {"dry_multiplier": 0.0}
     for bad in (-0.1, 6.0, float("nan"), "0.8", True):
-        with pytest.raises(ValueError, match="dry_multiplier"):
+        with pytest.raises(InvalidInputError, match="dry_multiplier"):
             LocalLLM("qwen2.5-0.5b", dry_multiplier=bad)  # type: ignore[arg-type]
 
 

@@ -32,7 +32,7 @@ from ..assets.chunks import (
     ensure_joined_file,
     resolve_chunk,
 )
-from ..errors import LLMError, LLMUnavailableError
+from ..errors import InvalidInputError, LLMError, LLMUnavailableError
 from .base import ChatMessage, T
 from .openai_compat import OpenAICompatibleLLM
 
@@ -496,7 +496,7 @@ class LocalLLM:
         """
         if isinstance(dry_multiplier, bool) or not (isinstance(dry_multiplier, int | float)
                                                     and 0.0 <= dry_multiplier <= 5.0):
-            raise ValueError(f"dry_multiplier must be a number from 0 to 5, got {dry_multiplier!r}")
+            raise InvalidInputError(f"dry_multiplier must be a number from 0 to 5, got {dry_multiplier!r}")
         self.spec = _spec_for(model)
         self.cache_dir = cache_dir
         self.max_tokens = max_tokens
