@@ -76,11 +76,13 @@ def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path,
         assert bank.wait_idle(900)
         risen = bank.get(opinion.id)
         assert risen is not None and (risen.confidence or 0) > 0.6
+        # The fall through ``update_opinions``, the background job's own code, called at once: a second
+        # background retain would also queue an observation update, a slow model call this test does not need.
         against = bank.retain(
             [{"speaker": "Ana", "text": "I quit running for good. I have not run once in six months.", "id": "m5"}],
-            timestamp=T0 + timedelta(days=220), extract=False, background=True,
+            timestamp=T0 + timedelta(days=220), extract=False, background=False,
         )
-        assert bank.wait_idle(900)
+        assert [e.opinion_id for e in bank.update_opinions(against.memory_ids)] == [opinion.id]
         fallen = bank.get(opinion.id)
         assert fallen is not None and (fallen.confidence or 0) < (risen.confidence or 0)
         history = bank.opinion_history(opinion.id)
