@@ -13,8 +13,8 @@ if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; the
     $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
-# pytest workers on two cores: each worker's PyTorch runs one OpenMP thread, so a worker's model batches do not
-# preempt another worker's llama.cpp thread (the real-LLM tests are most of the suite's time). Override to measure.
+# Two pytest workers on two cores: each worker's PyTorch runs one OpenMP thread, so a worker's model batches do not
+# preempt the other worker's llama.cpp thread (the real-LLM tests are most of the suite's time). Override to measure.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 .venv/bin/ruff check core langchain_hindsight llama_index_hindsight benchmarks tests scripts
 
@@ -29,22 +29,23 @@ stop_servers() {
 }
 trap stop_servers EXIT
 trap 'exit 130' INT TERM
-# mypy (a minute of CPU from a cold cache) runs beside the servers' start and the tests, filling the time a core
-# waits (server start-up, processes the tests wait on, the last worker's tail); its verdict is read at the end.
-bash scripts/typecheck.sh > "$SERVERS_DIR/typecheck.log" 2>&1 &
+# mypy (a minute of CPU from a cold cache) runs beside the servers' start and the tests at the lowest priority, so it
+# fills the time a core waits (server start-up, processes the tests wait on, the last worker's tail) without taking
+# a core from the local model's one thread; its verdict is read at the end.
+nice -n 19 bash scripts/typecheck.sh > "$SERVERS_DIR/typecheck.log" 2>&1 &
 TYPECHECK_PID=$!
 # Assigned first, then evaluated: a failed start stops the script (set -e does not see inside eval "$(...)").
 SERVER_EXPORTS="$(.venv/bin/python tests/support/servers.py start --dir "$SERVERS_DIR")"
 eval "$SERVER_EXPORTS"
 echo "servers: graph $NEO4J_URI (database $NEO4J_DATABASE), vectors http://$CHROMA_HOST:$CHROMA_PORT" >&2
 
-# Three workers (HINDSIGHT_TEST_WORKERS, 0 for one process), a test file to each at a time: the local model runs on
-# one thread and many tests wait on other processes (writers, servers, notebooks' kernels), so a third worker fills
-# the cores those waits leave idle (the README gives the measured times). tests/conftest.py sends the
+# Two workers (HINDSIGHT_TEST_WORKERS, 0 for one process), a test file to each at a time: the local model runs on
+# one thread and many tests wait on other processes, so two workers use both cores (three were faster on a warm
+# checkout but slower from a clean clone: 13:12 against 12:31, the model's thread starved). tests/conftest.py sends the
 # costliest files first; arguments given to this script come last and win (e.g. -n 0, -m "not slow").
 TESTS_RC=0
 .venv/bin/python -m pytest -q -p no:cacheprovider --durations=15 \
-    -n "${HINDSIGHT_TEST_WORKERS:-3}" --dist loadfile --no-loadscope-reorder "$@" || TESTS_RC=$?
+    -n "${HINDSIGHT_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@" || TESTS_RC=$?
 TYPECHECK_RC=0
 wait "$TYPECHECK_PID" || TYPECHECK_RC=$?
 TYPECHECK_PID=""

@@ -64,7 +64,7 @@ SLOW_TESTS = {"test_every_page_loads_without_console_errors", "test_documents_an
               "test_bench_scale_writes_latencies_and_the_bare_chroma_floor"}
 
 
-# ``scripts/test.sh`` runs three pytest-xdist workers (``-n 3 --dist loadfile --no-loadscope-reorder``): each test file
+# ``scripts/test.sh`` runs two pytest-xdist workers (``-n 2 --dist loadfile --no-loadscope-reorder``): each test file
 # runs whole on one worker, so a module's fixtures are built once (one model per worker: ``qwen``), and each worker's
 # conformance suite wipes a Bolt database of its own (conformance/conftest.py). The costliest files (measured with
 # ``--durations``) are sent first, so that the workers finish together.

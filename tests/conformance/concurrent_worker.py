@@ -28,7 +28,9 @@ def retain(bank_id: str, name: str, count: int, go: Path, graph: str = "env", ve
     from hindsight_core import Hindsight
 
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
-    with Hindsight.open(None, graph=graph, vectors=vectors, start_worker=False) as hs:
+    # The int8 MiniLM on onnxruntime: the default's vector space (one recorded name) without importing torch in
+    # each of the three writers, which the test does not need.
+    with Hindsight.open(None, graph=graph, vectors=vectors, start_worker=False, embedder="minilm-int8") as hs:
         bank = hs.bank(bank_id)
         hs.embedder.embed(["warm up"])
         Path(str(go) + f".{name}.ready").write_text("ok")
