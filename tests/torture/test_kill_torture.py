@@ -2,7 +2,7 @@
 SIGKILLed at random points, again and again. After every kill the store is reopened and must hold every
 acknowledged write and no acknowledged forget undone; ``check`` finds nothing; recall works.
 
-``HINDSIGHT_TORTURE_KILLS`` sets the number of kills (default 30, the test command's size: under a minute on
+``HINDSIGHT_TORTURE_KILLS`` sets the number of kills (default 30, the test command's size: about a minute on
 2 cores; the long runs in docs/INTEGRITY.md used 50 and 300). Writers are forked from a server process that
 imported the heavy modules once, so that a kill cycle costs about a second rather than an interpreter start.
 """
