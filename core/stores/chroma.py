@@ -13,6 +13,7 @@ import logging
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -549,6 +550,9 @@ def _all_ids(col: Any) -> set[str]:
         offset += page
 
 
+_WIDEN_ATTEMPTS = 5
+
+
 def _wide_enough(col: Any) -> bool:
     """Whether a collection searches at least ``HNSW_EF_SEARCH`` candidates."""
     hnsw = (getattr(col, "configuration", None) or {}).get("hnsw") or {}
@@ -563,13 +567,19 @@ def _search_wider(col: Any) -> bool:
     """
     if _wide_enough(col):
         return True
-    try:
-        col.modify(configuration={"hnsw": {"ef_search": HNSW_EF_SEARCH}})
-    except Exception as exc:  # any Chroma or transport error: the data is untouched either way
-        log.warning("could not widen the search of collection %s to ef_search=%d (tried again at the next "
-                    "open): %s", getattr(col, "name", "?"), HNSW_EF_SEARCH, exc)
-        return False
-    return True
+    for attempt in range(1, _WIDEN_ATTEMPTS + 1):
+        try:
+            col.modify(configuration={"hnsw": {"ef_search": HNSW_EF_SEARCH}})
+            return True
+        except Exception as exc:  # any Chroma or transport error: the data is untouched either way
+            # SQLite's "database is locked" while another client of the folder writes passes in a moment.
+            if "locked" in str(exc).lower() and attempt < _WIDEN_ATTEMPTS:
+                time.sleep(0.2 * attempt)
+                continue
+            log.warning("could not widen the search of collection %s to ef_search=%d (tried again at the next "
+                        "open): %s", getattr(col, "name", "?"), HNSW_EF_SEARCH, exc)
+            return False
+    return False
 
 
 def _ranked(ids: Sequence[str], dists: Sequence[float]) -> list[tuple[str, float]]:

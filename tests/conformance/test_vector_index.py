@@ -94,6 +94,40 @@ def test_a_failed_widening_opens_the_bank_and_is_retried(
     retried.drop_bank(bank_id + "-other")
 
 
+def test_a_locked_database_while_widening_is_waited_out(
+    backend: Backend, bank_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's "database is locked" (another client of the folder writing) passes: the widening is tried again
+    at once, a few times, rather than left to the next open (it failed a clean-clone run that way)."""
+    from chromadb.api.models.Collection import Collection
+
+    from hindsight_core.stores import chroma
+    from hindsight_core.stores.chroma import HNSW_EF_SEARCH, collection_name
+
+    ix = backend.index()
+    ix.ensure_collection(bank_id + "-other", "emb-a", 8)
+    ix.client.create_collection(collection_name(bank_id),
+                                metadata={"bank_id": bank_id, "embedder": "emb-a", "dimension": 8},
+                                configuration={"hnsw": {"space": "cosine", "ef_search": 100}},
+                                embedding_function=None)
+    real_modify, refusals = Collection.modify, []
+
+    def locked_twice(self: Collection, **kwargs: object) -> None:
+        if len(refusals) < 2:
+            refusals.append(1)
+            raise RuntimeError("Database error: error returned from database: (code: 5) database is locked")
+        real_modify(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(chroma.time, "sleep", lambda _s: None)
+    with monkeypatch.context() as m:
+        m.setattr(Collection, "modify", locked_twice)
+        opened = backend.index()
+        opened.ensure_collection(bank_id, "emb-a", 8)
+    assert len(refusals) == 2
+    assert opened.client.get_collection(collection_name(bank_id)).configuration["hnsw"]["ef_search"] == HNSW_EF_SEARCH
+    opened.drop_bank(bank_id + "-other")
+
+
 SEGMENT_RACE = "Error executing plan: Internal error: Error creating hnsw segment reader: Nothing found on disk"
 
 
