@@ -94,8 +94,12 @@ def public_methods(obj: Any) -> list[str]:
 
 
 def _valid_wait(method: str, param: str, value: Any) -> bool:
-    return (method in ("wait_idle", "await_idle") and param == "timeout" and isinstance(value, int | float)
-            and 0 < value < 1e6)
+    """A valid wait on the pending jobs (a positive finite timeout, or None: until idle), only slow: the walk's
+    scheduled reflects fail on ``NoModel`` and are retried with backoff (None waited out 14.5 s of it)."""
+    if method not in ("wait_idle", "await_idle") or param != "timeout":
+        return False
+    return value is None or (isinstance(value, int | float) and not isinstance(value, bool)
+                             and 0 < value < float("inf"))
 
 
 def call(obj: Any, name: str, kwargs: dict[str, Any]) -> Any:
