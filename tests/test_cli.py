@@ -479,7 +479,10 @@ def test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to(
     from test_llm_unit import StubEndpoint
 
     stub = StubEndpoint()
-    stub.content = json.dumps({"facts": [{"text": "Rosa works at the Lighthouse Bakery.", "src": ["m1"]}]})
+    facts = json.dumps({"facts": [{"text": "Rosa works at the Lighthouse Bakery.", "src": ["m1"]}]})
+    summary = json.dumps({"summary": "Rosa works at the Lighthouse Bakery."})
+    # The command also waits for the entity summary the facts job queues: answered, not retried with backoff.
+    stub.content = lambda request: summary if "summary" in request["messages"][0]["content"] else facts
     monkeypatch.setenv("HINDSIGHT_LLM_BASE_URL", stub.base_url)
     monkeypatch.setenv("HINDSIGHT_LLM_MODEL", "stub")
     path = tmp_path / "in.json"

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal
@@ -57,7 +57,8 @@ class StubEndpoint:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
-        self.content: str | None = '{"city": "Paris"}'
+        # The answer's text, or a function of the request (for a stub that answers more than one prompt).
+        self.content: str | Callable[[dict[str, Any]], str] | None = '{"city": "Paris"}'
         self.finish_reason = "stop"
         self.status = 200
         stub = self
@@ -65,7 +66,9 @@ class StubEndpoint:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
-                stub.requests.append(json.loads(self.rfile.read(length)))
+                request = json.loads(self.rfile.read(length))
+                stub.requests.append(request)
+                content = stub.content(request) if callable(stub.content) else stub.content
                 if stub.status != 200:
                     body = json.dumps({"error": {"message": "boom", "type": "server_error"}}).encode()
                 else:
@@ -79,7 +82,7 @@ class StubEndpoint:
                                 {
                                     "index": 0,
                                     "finish_reason": stub.finish_reason,
-                                    "message": {"role": "assistant", "content": stub.content},
+                                    "message": {"role": "assistant", "content": content},
                                 }
                             ],
                         }
