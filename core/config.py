@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -101,6 +103,16 @@ class RecallSettings(BaseModel):
     # adds new evidence, so the budget is not spent twice on it (docs/BENCHMARKS.md, "Raw first, facts later").
     distinct_evidence: bool = Field(
         True, description="pack memories whose evidence a higher-ranked memory already showed after the others"
+    )
+
+    # How an LLM fact ranks. "keys": a fact found by a channel brings the raw messages it cites in at its own rank
+    # and is packed after them (so with distinct_evidence after every memory that adds evidence): facts are keys
+    # that find the evidence, never in its place (the key expansion of LongMemEval, arXiv 2410.10813).
+    # "as_ranked": a fact takes its own place, its messages theirs. Chosen on the dev data (docs/BENCHMARKS.md,
+    # "Grounded beliefs").
+    fact_ranking: Literal["keys", "as_ranked"] = Field(
+        "keys", description="keys: a fact found brings its cited messages in at its rank and follows them; "
+                            "as_ranked: a fact ranks on its own"
     )
 
     def weights_for(self, embedder_name: str) -> dict[str, float]:

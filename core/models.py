@@ -268,6 +268,9 @@ class Job(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     run_after: datetime = Field(default_factory=utcnow)
     owner: str | None = Field(None, description="the process whose lease holds it while running")
+    result: dict[str, Any] | None = Field(
+        None, description="what a finished job reports (the facts job: facts stored, rejected per reason, a sample "
+                          "of the rejected facts)")
 
 
 class OpinionEvent(BaseModel):
@@ -348,6 +351,8 @@ class TraceItem(BaseModel):
     covered_by: str | None = Field(None, description="the higher-ranked memory that already showed this one's "
                                                      "evidence, so it was packed after every memory that adds new "
                                                      "evidence")
+    found_by: str | None = Field(None, description="the LLM fact whose rank brought this raw message in (facts are "
+                                                   "keys to the messages they cite: RecallSettings.fact_ranking)")
 
 
 class RecallTrace(BaseModel):

@@ -88,10 +88,11 @@ def scripted_answer(messages: list[dict[str, str]], schema: Any) -> dict[str, An
         elif msg_id == "D1:4":
             facts.append(_fact("Marek's sister is moving to Toronto for a nursing job.", []))
         elif msg_id == "D2:3":
-            facts.append(_fact("Ines sleeps near her keyboard while writing a thesis about glaciers, and Marek "
-                               "sold the sailboat for a pottery course.", [msg_id]))
-        else:
-            facts.append(_fact(f"{speaker} said: {text}", [msg_id]))
+            facts.append(_fact("Marek sold the sailboat for a pottery course while Ines writes a thesis about "
+                               "glaciers.", [msg_id]))
+        else:  # the message in the third person, as facts are written (the checks reject a first-person fact)
+            third = re.sub(r"\b(?:my|me)\b", "their", re.sub(r"\bI\b", speaker, text))
+            facts.append(_fact(f"{speaker} said that {third}", [msg_id]))
     return {"facts": facts}
 
 

@@ -33,8 +33,9 @@ def facts_answer(messages: list[dict[str, str]], schema: Any) -> dict[str, Any]:
     body = messages[-1]["content"].split("Messages:\n", 1)[1]
     facts = []
     for label, text in re.findall(r"^\[([^\]]+)\] (?:\([^)]*\) )?\w+: (.*)$", body, flags=re.MULTILINE):
-        if "?" not in text:
-            facts.append({"text": f"Ana said that {text.rstrip('.')} (fact).", "src": [label], "start": "", "end": ""})
+        if "?" not in text:  # the message in the third person, as the facts are written
+            fact = re.sub(r"\bmy\b", "her", re.sub(r"\bI\b", "Ana", text.rstrip(".")))
+            facts.append({"text": f"{fact} (fact).", "src": [label], "start": "", "end": ""})
     return {"facts": facts}
 
 

@@ -108,7 +108,9 @@ class RecallPipeline:
         notes = _Notes()
         chosen, used = self._select(bank_id, query, fused, nets, window, budget, max_memories, notes, timings)
         scores = dict(fused)
-        out = [m.model_copy(update={"score": scores.get(m.id, 0.0)}) for m, _ in chosen]
+        # A message a fact brought in ranks where the fact did: it carries the better of the two scores.
+        out = [m.model_copy(update={"score": max(scores.get(m.id, 0.0), scores.get(notes.found_by.get(m.id, ""), 0.0))})
+               for m, _ in chosen]
         timings["total_ms"] = _ms(t_all)
         rec_trace = None
         if trace:
@@ -165,6 +167,8 @@ class RecallPipeline:
             memories = chain((head[i] for i in order), memories)
             timings["rerank_ms"] = _ms(t)
             t = time.perf_counter()
+        if s.fact_ranking == "keys":
+            memories = self._facts_as_keys(bank_id, memories, nets, window, notes.found_by)
         memories = self._with_context(bank_id, memories, nets, window, notes.context_of)
         if s.distinct_evidence:
             memories = distinct_evidence_first(memories, notes.covered_by)
@@ -180,6 +184,26 @@ class RecallPipeline:
     async def arecall(self, bank_id: str, query: str, **kwargs: Any) -> Recall:
         """Async twin: the whole recall runs in a worker thread so the event loop is never blocked."""
         return await asyncio.to_thread(self.recall, bank_id, query, **kwargs)
+
+    def _facts_as_keys(
+        self, bank_id: str, memories: Iterator[Memory], networks: Sequence[Network] | None,
+        window: TimeRange | None, found_by: dict[str, str],
+    ) -> Iterator[Memory]:
+        """The memories in rank order, each LLM fact preceded by the raw messages it cites that did not come
+        earlier (recorded in ``found_by``: message id -> fact id): a fact is a key that finds its evidence, and
+        the messages, not the model's wording, take the fact's place. Lazy like the ranking it wraps."""
+        seen: set[str] = set()
+        for m in memories:
+            if m.id in seen:
+                continue
+            wanted = [c for c in (m.cites or ()) if c not in seen]
+            if wanted:
+                for raw in self._iter_memories(bank_id, wanted, networks, window):
+                    seen.add(raw.id)
+                    found_by[raw.id] = m.id
+                    yield raw
+            seen.add(m.id)
+            yield m
 
     def _with_context(
         self, bank_id: str, memories: Iterator[Memory], networks: Sequence[Network] | None,
@@ -273,6 +297,7 @@ class _Notes:
 
     context_of: dict[str, str] = field(default_factory=dict)
     covered_by: dict[str, str] = field(default_factory=dict)
+    found_by: dict[str, str] = field(default_factory=dict)
     cites: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -284,7 +309,7 @@ def _trace(
     """Every candidate's rank per channel and whether (and why) it was selected, with the stage timings."""
     selected = {m.id: tokens for m, tokens in chosen}
     scores = dict(fused)
-    unranked = [i for i in notes.context_of if i not in scores]
+    unranked = list(dict.fromkeys(i for i in chain(notes.found_by, notes.context_of) if i not in scores))
     return RecallTrace(
         query=query,
         reference_time=ref,
@@ -294,7 +319,7 @@ def _trace(
             TraceItem(
                 memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
                 tokens=selected.get(i, 0), selected=i in selected, context_of=notes.context_of.get(i),
-                cites=notes.cites.get(i), covered_by=notes.covered_by.get(i),
+                cites=notes.cites.get(i), covered_by=notes.covered_by.get(i), found_by=notes.found_by.get(i),
             )
             for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
         ],

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..errors import ConflictError, EmptyExtractionError
+from ..extract.grounding import FactChecker, GroundingReport, source_lines
 from ..models import Document, DocumentKind, Job, Memory, Message, RetainResult
 from ..stores.base import DocumentStore, UnitStore
 from ..text.inputs import document_input, normalise_messages
@@ -37,26 +38,33 @@ class FactJob:
     """Job handler: extract a document's facts with the LLM and store them beside its raw units."""
 
     def __init__(
-        self, store: FactJobStore, retainer: RetainPipeline, on_retained: Callable[[RetainResult], object]
+        self, store: FactJobStore, retainer: RetainPipeline, on_retained: Callable[[RetainResult], object],
+        checker: FactChecker | None = None,
     ) -> None:
         self.store = store
         self.retainer = retainer
         self.on_retained = on_retained
+        # Every fact is checked against the messages it cites before it is stored (``extract/grounding``).
+        self.checker = checker or FactChecker(retainer.embedder.embed)
 
-    def run(self, job: Job) -> None:
+    def run(self, job: Job) -> dict[str, object] | None:
         """Add the facts of ``job.payload["document_id"]`` at ``payload["revision"]``, then queue its background
-        work when the retain asked for it. A failure is raised (the worker retries, then marks the job failed);
-        the raw units stay as they are."""
+        work when the retain asked for it. Returns the job's result: facts stored, rejected per reason and a
+        sample of the rejected ones (None when there was nothing to do). A failure is raised (the worker retries,
+        then marks the job failed); the raw units stay as they are."""
         payload = job.payload
         doc = self.store.get_document(job.bank_id, str(payload.get("document_id")))
         if doc is None or doc.revision != payload.get("revision"):
-            return  # forgotten, or stored again: the newer retain queued its own facts job
-        result = self.add_facts(doc)
+            return None  # forgotten, or stored again: the newer retain queued its own facts job
+        report = GroundingReport()
+        result = self.add_facts(doc, report)
         if result is not None and payload.get("background") and result.memories:
             self.on_retained(result)
+        return report.summary() if result is not None else None
 
-    def add_facts(self, doc: Document) -> RetainResult | None:
-        """Extract and store the facts of ``doc``; None when a newer retain of it took over meanwhile."""
+    def add_facts(self, doc: Document, report: GroundingReport | None = None) -> RetainResult | None:
+        """Extract, check and store the facts of ``doc``; None when a newer retain of it took over meanwhile.
+        ``report`` receives what the check kept and rejected."""
         settings = self.retainer.settings
         messages, _ = normalise_messages(document_input(doc), doc.timestamp, [], settings.max_document_chars)
         # Cut as retain cut it: each passage of a long text is a raw unit, and a prompt window holds a few passages.
@@ -69,6 +77,13 @@ class FactJob:
             facts = self.retainer.extract_facts(doc, labelled)
         except EmptyExtractionError:
             facts = []  # greetings and small talk: the raw units hold all there is, and a retry would say the same
+        checked = self.checker.check(facts, source_lines(labelled, [str(m.id) for m in labelled], doc.timestamp))
+        facts = checked.kept
+        if report is not None:
+            report.kept, report.rejected, report.repointed = checked.kept, checked.rejected, checked.repointed
+        if checked.rejected:
+            log.info("document %r of bank %s: %d facts rejected by the checks %s", doc.id, doc.bank_id,
+                     len(checked.rejected), checked.counts())
         cites: list[list[str]] = []
         for fact in facts:
             indices = [index_of[s] for s in fact.sources if s in index_of]

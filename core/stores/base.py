@@ -87,8 +87,10 @@ class JobQueue(Protocol):
         (attempts + 1) and return it; two claimers never get the same job."""
         ...
 
-    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
-        """Mark a job done, failed, or re-queued for ``retry_at``; its lease is released."""
+    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None,
+                   result: dict[str, Any] | None = None) -> None:
+        """Mark a job done, failed, or re-queued for ``retry_at``; its lease is released. ``result`` is what a
+        finished job reports (``Job.result``: the facts job's counts of stored and rejected facts)."""
         ...
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:

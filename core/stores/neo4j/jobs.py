@@ -28,6 +28,7 @@ class Neo4jJobQueue(Neo4jConnection):
             id=row["id"], bank_id=row["bank_id"], kind=row["kind"], payload=json.loads(row["payload"]),
             status=JobStatus(row["status"]), attempts=row["attempts"], error=row.get("error"),
             created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]), owner=row.get("owner"),
+            result=json.loads(row["result"]) if row.get("result") else None,
         )
 
     def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
@@ -62,13 +63,16 @@ class Neo4jJobQueue(Neo4jConnection):
         row = self._write(work)
         return self._job(row) if row else None
 
-    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
-        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released."""
+    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None,
+                   result: dict[str, Any] | None = None) -> None:
+        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released.
+        ``result`` is what a finished job reports (kept as it is given, None clears it)."""
         status, run_after = job_outcome(error, retry_at)
+        encoded = None if result is None else json.dumps(result, default=str)
         self._write(lambda tx: tx.run(
             "MATCH (j:Job {id: $id}) SET j.status = $status, j.error = $error, "
-            "j.run_after = coalesce($run_after, j.run_after), j.owner = null",
-            id=job_id, status=status.value, error=error, run_after=run_after,
+            "j.run_after = coalesce($run_after, j.run_after), j.owner = null, j.result = $result",
+            id=job_id, status=status.value, error=error, run_after=run_after, result=encoded,
         ).consume())
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:

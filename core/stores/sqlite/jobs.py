@@ -30,6 +30,7 @@ class SQLiteJobQueue(SQLiteConnection):
             id=row["id"], bank_id=row["bank_id"], kind=row["kind"], payload=json.loads(row["payload"]),
             status=JobStatus(row["status"]), attempts=row["attempts"], error=row["error"],
             created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]), owner=row["owner"],
+            result=json.loads(row["result"]) if row["result"] else None,
         )
 
     def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
@@ -58,13 +59,16 @@ class SQLiteJobQueue(SQLiteConnection):
         job = self._job(row)
         return job.model_copy(update={"status": JobStatus.RUNNING, "attempts": job.attempts + 1, "owner": owner})
 
-    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None) -> None:
-        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released."""
+    def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None,
+                   result: dict[str, Any] | None = None) -> None:
+        """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released.
+        ``result`` is what a finished job reports (kept as it is given, None clears it)."""
         status, run_after = job_outcome(error, retry_at)
         with self._tx() as con:
             con.execute(
-                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after), owner = NULL WHERE id = ?",
-                (status.value, error, run_after, job_id),
+                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after), owner = NULL, result = ? "
+                "WHERE id = ?",
+                (status.value, error, run_after, None if result is None else json.dumps(result, default=str), job_id),
             )
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:

@@ -88,7 +88,7 @@ CREATE TABLE IF NOT EXISTS opinion_evidence (
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, bank_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
     status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT,
-    created_at REAL NOT NULL, run_after REAL NOT NULL, owner TEXT
+    created_at REAL NOT NULL, run_after REAL NOT NULL, owner TEXT, result TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
 CREATE TABLE IF NOT EXISTS owners (
@@ -109,7 +109,7 @@ CREATE INDEX IF NOT EXISTS audit_bank_at ON audit (bank_id, at, id);
 CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id);
 """
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 
 
 def _migrate(con: sqlite3.Connection) -> None:
@@ -118,7 +118,7 @@ def _migrate(con: sqlite3.Connection) -> None:
     v1 -> v2: document metadata and updated_at. v2 -> v3: keyword tokens on units (filled by ``_backfill``).
     v3 -> v4: document kind, retain options, owner and job; job owner; entity names normalised with
     ``normalise_name`` and duplicates merged, so that (bank, norm) can become unique. v4 -> v5: the ``audit`` table,
-    which the schema script creates (nothing to change here).
+    which the schema script creates (nothing to change here). v5 -> v6: a job's ``result``.
     """
     cols = {r[1] for r in con.execute("PRAGMA table_info(documents)")}
     if cols and "metadata" not in cols:
@@ -131,6 +131,8 @@ def _migrate(con: sqlite3.Connection) -> None:
     job_cols = {r[1] for r in con.execute("PRAGMA table_info(jobs)")}
     if job_cols and "owner" not in job_cols:
         con.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
+    if job_cols and "result" not in job_cols:
+        con.execute("ALTER TABLE jobs ADD COLUMN result TEXT")
     unit_cols = {r[1] for r in con.execute("PRAGMA table_info(units)")}
     if unit_cols and "kw_len" not in unit_cols:
         for col in ("kw_text TEXT", "kw_context TEXT", "kw_len INTEGER"):
