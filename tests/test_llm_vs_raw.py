@@ -262,3 +262,20 @@ def test_classify_miss_ranked_low_and_date_check() -> None:
     assert date_check(in_2023, messages) is None
     annotated = {**painted, "text": "Melanie painted a lake last year (2023)."}  # dated 2 March 2024 above
     assert date_check({**annotated, "occurred": facts[0]["occurred"]}, messages)["kind"] == "contradicts text"  # type: ignore[index]
+
+
+def test_a_file_of_other_chats_is_dev_data_as_a_whole() -> None:
+    """realtalk_dev.json and the like: ``--split dev`` is every conversation, ``--split test`` an error."""
+    from hindsight_bench.llm_vs_raw import sessions_for
+    from hindsight_bench.locomo import split_samples
+
+    other = [tiny_sample("chat-a"), tiny_sample("chat-b")]
+    assert [s["sample_id"] for s in split_samples(other, "dev")] == ["chat-a", "chat-b"]
+    with pytest.raises(ValueError, match="dev data only"):
+        split_samples(other, "test")
+    locomo = [tiny_sample("conv-26"), tiny_sample("conv-44")]
+    assert [s["sample_id"] for s in split_samples(locomo, "test")] == ["conv-44"]
+    # Sessions: the first N giving the questions wanted, or the messages cap, whichever comes first.
+    assert sessions_for(other, 100) == 3
+    assert sessions_for(other, 100, max_messages=8) == 1
+    assert sessions_for(other, 7, max_messages=100) == 2

@@ -48,7 +48,7 @@ from hindsight_core.cli.formats import Session, evidence_ids, locomo_sessions
 from hindsight_core.llm.base import LLM, ChatMessage, MalformedOutputError
 from hindsight_core.text.tokens import count_tokens
 
-from .locomo import CATEGORIES, SPLITS, ConfigResult, first_evidence_rank, question_metrics
+from .locomo import CATEGORIES, SPLITS, ConfigResult, first_evidence_rank, question_metrics, split_samples
 from .metrics import coverage
 from .report import md_table, run_info, write_json, write_text
 
@@ -59,11 +59,20 @@ DEFAULT_CONVERSATIONS = ("conv-26", "conv-30")
 DEFAULT_SESSIONS = 3
 MIN_QUESTIONS = 100
 """With ``--split``, the sessions retained are the first N of each conversation for the smallest N that gives at
-least this many questions over the half: a rule on question counts, fixed before any result is seen."""
+least this many questions over the half (or ``MAX_MESSAGES``): a rule on counts, fixed before any result is seen."""
+MAX_MESSAGES = 800
+"""...or the smallest N that gives at least this many messages, whichever comes first: real chats spread their
+questions thinly (realtalk_dev.json needs 9 sessions, 2,045 messages, for 100 questions; the model writes facts at
+about 4 s a message on 2 cores), so the model's time is bounded too. LoCoMo's halves stop at 100 questions first."""
 METRICS = ("R@5", "R@10", "R@1000tok", "R@10 1-src")
 """``R@10 1-src`` credits each memory with only the one source its text repeats most (a raw unit has one
 source anyway): a fact citing four neighbouring messages counts for one."""
 BANKS = ("raw", "facts", "raw+facts", "raw+facts as ranked")
+BANK_SETTINGS: dict[str, dict[str, Any]] = {
+    "raw+facts as ranked": {"fact_ranking": "as_ranked"},
+}
+"""Recall settings a bank is scored with beside the defaults: ``raw+facts`` is the default (facts as keys to the
+messages they cite), ``raw+facts as ranked`` each fact in its own place (the default before)."""
 FACTS_BANK = "facts"
 DATE_SLACK_DAYS = 1
 """A fact's occurrence may sit this many days off the range its source message implies before it counts as
@@ -264,6 +273,7 @@ def retain_session(bank_raw: Any, bank_default: Any, session: Session, llm: Coun
     job = next((j for j in bank_default.jobs() if j.id == returned.job_id), None)
     if job is None or job.status != "done":
         raise RuntimeError(f"the facts job of {session.document_id} failed: {getattr(job, 'error', 'missing')}")
+    checks = job.result or {}
     calls = llm.calls[first_call:]
     return {
         "session": session.document_id,
@@ -283,6 +293,7 @@ def retain_session(bank_raw: Any, bank_default: Any, session: Session, llm: Coun
             "server_completion_tokens": _server_tokens(calls, "completion_tokens"),
             "server_cached_tokens": _server_tokens(calls, "cached_tokens"),
             "facts": [_fact_record(m) for m in document_facts(bank_default, session.document_id)],
+            "checks": {k: checks.get(k) for k in ("rejected", "rejected_by_reason", "repointed", "rejections")},
             "call_log": [_call_dict(c) for c in calls],
         },
     }
@@ -499,9 +510,13 @@ def run_conversation(
         bank_raw, bank_default = hs.bank(f"raw-{sample_id}"), hs.bank(f"default-{sample_id}")
         done = ({d.id for d in bank_default.documents(status="done")}
                 & {d.id for d in bank_raw.documents(status="done")})
+        first_retain_s = None
         if any(s.document_id not in record for s in chosen):
-            # Load the embedder and NER before any clock runs (a bank of its own, deleted again).
+            # Load the embedder and NER before any clock runs (a bank of its own, deleted again): the time a first
+            # retain of a fresh process waits for its models, reported apart.
+            t = time.perf_counter()
             hs.bank("warm-up").retain("Warm-up.", extract=False, background=False)
+            first_retain_s = time.perf_counter() - t
             hs.delete_bank("warm-up")
         for s in chosen:
             if s.document_id in record and s.document_id in done and bank_default.wait_idle(3600):
@@ -523,19 +538,19 @@ def run_conversation(
         with Hindsight.open(root / sample_id / "facts-store", llm=ReplayLLM(record, name=counting.name)) as hs_facts:
             bank_facts = facts_only_bank(hs_facts, sample_id, chosen)
             scored = _score(sample, chosen, record, messages, {
-                "raw": (hs, bank_raw, True), FACTS_BANK: (hs_facts, bank_facts, True),
-                "raw+facts": (hs, bank_default, True), "raw+facts as ranked": (hs, bank_default, False),
+                "raw": (hs, bank_raw), FACTS_BANK: (hs_facts, bank_facts),
+                "raw+facts": (hs, bank_default), "raw+facts as ranked": (hs, bank_default),
             })
-    return {"sample_id": sample_id, "sessions": record, "model_start_s": model_start_s, **scored,
-            "messages": messages}
+    return {"sample_id": sample_id, "sessions": record, "model_start_s": model_start_s,
+            "first_retain_s": first_retain_s, **scored, "messages": messages}
 
 
 def _score(
     sample: dict[str, Any], chosen: Sequence[Session], record: dict[str, Any], messages: dict[str, dict[str, Any]],
-    banks: dict[str, tuple[Any, Any, bool]],
+    banks: dict[str, tuple[Any, Any]],
 ) -> dict[str, Any]:
-    """Every question whose evidence lies in the chosen sessions, recalled in each bank (name -> (Hindsight, bank,
-    distinct_evidence)); the facts bank's misses at R@10 explained."""
+    """Every question whose evidence lies in the chosen sessions, recalled in each bank (name -> (Hindsight, bank),
+    with the recall settings of ``BANK_SETTINGS``); the facts bank's misses at R@10 explained."""
     prefixes = {f"D{n}" for n in range(1, len(chosen) + 1)}
     reference = max(s.timestamp for s in chosen if s.timestamp is not None)
     facts = [f for s in chosen for f in record[s.document_id]["llm"]["facts"]]
@@ -547,13 +562,17 @@ def _score(
             continue
         category = CATEGORIES.get(int(qa.get("category", 0)), "other")
         row: dict[str, Any] = {"question": str(qa["question"]), "category": category, "evidence": sorted(evidence)}
-        for name, (hs, bank, distinct) in banks.items():
+        for name, (hs, bank) in banks.items():
             settings = hs.engine.recaller.settings
-            kept, settings.distinct_evidence = settings.distinct_evidence, distinct
+            changes = BANK_SETTINGS.get(name, {})
+            kept = {key: getattr(settings, key) for key in changes}
             try:
+                for key, value in changes.items():
+                    setattr(settings, key, value)
                 mems = bank.recall(str(qa["question"]), budget=10**9, reference_time=reference).memories
             finally:
-                settings.distinct_evidence = kept
+                for key, value in kept.items():
+                    setattr(settings, key, value)
             metrics = question_metrics(mems, evidence, hs.count_tokens)
             metrics["R@10 1-src"] = coverage(evidence, (best_source(m.text, m.sources, messages) for m in mems[:10]))
             for metric in METRICS:
@@ -599,6 +618,11 @@ def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
     server = {k: sum(v) if (v := [s["llm"].get(f"server_{k}") for s in sessions]) and all(isinstance(x, int) for x in v)
               else None for k in ("prompt_tokens", "completion_tokens", "cached_tokens")}
     loads = [x for s in sessions for x in s["llm"].get("load_average", [])]
+    checks = [s["llm"].get("checks") or {} for s in sessions]
+    by_reason: Counter[str] = Counter()
+    for c in checks:
+        by_reason.update(c.get("rejected_by_reason") or {})
+    first = [c["first_retain_s"] for c in conversations if c.get("first_retain_s") is not None]
     return {
         "questions": sum(len(c["questions"]) for c in conversations),
         "recall": {b: scores[b].table() for b in BANKS},
@@ -639,6 +663,9 @@ def summarise(conversations: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "date_examples": date_issues[:30],
             "with_occurrence": sum(1 for f in facts if f["occurred"][0] is not None),
         },
+        "checks": {"rejected": sum(c.get("rejected") or 0 for c in checks), "rejected_by_reason": dict(by_reason),
+                   "repointed": sum(c.get("repointed") or 0 for c in checks)},
+        "first_retain_seconds": max(first) if first else None,
         "evidence_cited_anywhere": 100 * sum(cited) / len(cited) if cited else None,
         "misses_at_10": dict(misses),
     }
@@ -661,16 +688,17 @@ def run_llm_vs_raw(
     sessions of each for the smallest N giving ``MIN_QUESTIONS`` questions. ``replay_from`` is the workdir of an
     earlier run: its recorded model answers are replayed (``ReplayLLM``) instead of calling a model; ``workdir``
     must then be another folder (or None)."""
-    data = {s["sample_id"]: s for s in json.loads(Path(data_path).read_text(encoding="utf-8"))}
+    samples = json.loads(Path(data_path).read_text(encoding="utf-8"))
+    data = {s["sample_id"]: s for s in samples}
     if split is not None:
         if split not in SPLITS:
             raise ValueError(f"unknown split {split!r}; use {', '.join(SPLITS)}")
         if conversations:
             raise ValueError("give --split or --conversations, not both")
-        conversations = SPLITS[split]
+        conversations = [s["sample_id"] for s in split_samples(samples, split)]
     conversations = list(conversations or DEFAULT_CONVERSATIONS)
     if sessions is None:
-        sessions = (sessions_for([data[c] for c in conversations if c in data], MIN_QUESTIONS)
+        sessions = (sessions_for([data[c] for c in conversations if c in data], MIN_QUESTIONS, MAX_MESSAGES)
                     if split is not None else DEFAULT_SESSIONS)
     if sessions < 1:
         raise ValueError("sessions must be >= 1")
@@ -717,11 +745,15 @@ def questions_within(sample: dict[str, Any], sessions: int) -> int:
                if (ev := evidence_ids(qa.get("evidence", []))) and all(e.split(":")[0] in prefixes for e in ev))
 
 
-def sessions_for(samples: Sequence[dict[str, Any]], min_questions: int) -> int:
-    """The smallest N for which the first N sessions of the samples hold ``min_questions`` questions (or all)."""
+def sessions_for(samples: Sequence[dict[str, Any]], min_questions: int, max_messages: int | None = None) -> int:
+    """The smallest N for which the first N sessions of the samples hold ``min_questions`` questions, or (when
+    given) ``max_messages`` messages; all sessions when neither is reached."""
     most = max((len(locomo_sessions(s)) for s in samples), default=1)
     for n in range(1, most + 1):
         if sum(questions_within(s, n) for s in samples) >= min_questions:
+            return n
+        if max_messages is not None and sum(len(x.messages) for s in samples
+                                            for x in locomo_sessions(s)[:n]) >= max_messages:
             return n
     return most
 
@@ -770,6 +802,10 @@ def format_report(result: dict[str, Any]) -> str:
               f"{facts['dates_shifted']} sit more than {DATE_SLACK_DAYS} day from the day said and from what "
               f"their sources' words imply, and {facts['dates_missed']} single-source facts lost the date their "
               "source states.",
+              "", f"Checks against the cited messages (extract/grounding): {s['checks']['rejected']} facts rejected "
+              f"{s['checks']['rejected_by_reason']}, {s['checks']['repointed']} citations re-pointed. A first retain "
+              f"in a fresh process waited {s['first_retain_seconds'] or 0:.1f} s for its models (NER, embedder; "
+              "no LLM: the facts job runs after it returns).",
               "", "Evidence ids cited by any fact (the facts bank's ceiling): "
               f"{s['evidence_cited_anywhere'] or 0:.1f}%; "
               f"evidence missed at R@10 by the facts bank: {s['misses_at_10']}"]

@@ -36,6 +36,22 @@ SPLITS: dict[str, tuple[str, ...]] = {
 """LoCoMo split by conversation: the first five are the dev half, the last five the test half."""
 
 
+def split_samples(data: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    """The conversations of ``split`` in a data file of LoCoMo's format. LoCoMo's own file splits by conversation
+    (``SPLITS``); any other file (``realtalk_dev.json``: real chats kept for development) is dev data as a whole,
+    so ``dev`` is all of it and ``test`` an error. ``all`` is the whole file."""
+    if split == "all":
+        return data
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; use dev, test or all")
+    locomo = {i for ids in SPLITS.values() for i in ids}
+    if any(s.get("sample_id") in locomo for s in data):
+        return [s for s in data if s["sample_id"] in SPLITS[split]]
+    if split == "test":
+        raise ValueError("this data file is dev data only (its conversations are not LoCoMo's): use --split dev")
+    return data
+
+
 def split_of(sample_id: str) -> str:
     """``dev`` or ``test`` for a LoCoMo conversation id (``other`` for one outside both halves)."""
     return next((name for name, ids in SPLITS.items() if sample_id in ids), "other")
@@ -150,11 +166,7 @@ def run_locomo(
     """
     from tqdm import tqdm
 
-    data = json.loads(Path(data_path).read_text(encoding="utf-8"))
-    if split != "all":
-        if split not in SPLITS:
-            raise ValueError(f"unknown split {split!r}; use dev, test or all")
-        data = [s for s in data if s["sample_id"] in SPLITS[split]]
+    data = split_samples(json.loads(Path(data_path).read_text(encoding="utf-8")), split)
     if limit_conversations:
         data = data[:limit_conversations]
     configs = configs or CONFIGS
