@@ -178,6 +178,21 @@ FORMS: list[tuple[str, tuple[datetime | None, datetime | None]]] = [
     ("the Friday before 15 July 2023", days(D(2023, 7, 14))),
     ("two days after 8 May 2023", days(D(2023, 5, 10))),
     ("the month after June 2023", days(D(2023, 7, 1), D(2023, 7, 31))),
+    # a day of the month without a month name is one day, never the month (issue 36)
+    ("the 14th of next month", days(D(2024, 8, 14))),
+    ("on the 3rd of next month", days(D(2024, 8, 3))),
+    ("the 14th next month", days(D(2024, 8, 14))),
+    ("next month on the 14th", days(D(2024, 8, 14))),
+    ("the 14th of last month", days(D(2024, 6, 14))),
+    ("on the 21st of this month", days(D(2024, 7, 21))),
+    ("on the 14th", days(D(2024, 7, 14))),  # no tense: the last 14th
+    ("on the 20th", days(D(2024, 6, 20))),
+    ("on the 17th", days(D(2024, 7, 17))),  # today included
+    ("on the 31st", days(D(2024, 5, 31))),  # June has no 31st
+    ("on 14th", days(D(2024, 7, 14))),
+    ("from the 2nd to the 5th", days(D(2024, 7, 2), D(2024, 7, 5))),
+    ("since the 2nd", days(D(2024, 7, 2), D(2024, 7, 17))),
+    ("by the 14th", (None, days(D(2024, 7, 14))[1])),
 ]
 
 
@@ -240,6 +255,13 @@ NEGATIVES = [
     "2020-21 season",
     "a letter from June",
     "in 2000 years",
+    "We live on the 14th floor",
+    "It was the 3rd time she called",
+    "She finished 14th",
+    "We pay rent on the 1st of each month",
+    "for the 2nd year running",
+    "a house from the 14th century",
+    "on the 14th-15th",
     "🙂 ñandú ٣ days ago",
 ]
 
@@ -248,6 +270,17 @@ NEGATIVES = [
 def test_negatives(text: str) -> None:
     assert parse_temporal(text, REF) is None
     assert find_temporal_expressions(text, REF) == []
+
+
+def test_a_day_of_the_month_the_month_lacks() -> None:
+    jan = datetime(2027, 1, 20, 9, tzinfo=UTC)
+    # A named month without that day: no date (never the whole of February, never 3 March).
+    assert parse_temporal("the 31st of next month", jan) is None
+    assert parse_temporal("the 29th of next month", jan) is None
+    # An unnamed one is skipped: the last 31st before 20 January 2027 is 31 December, the next one 31 January.
+    assert span("on the 31st", jan) == days(D(2026, 12, 31))
+    plan = parse_temporal("on the 31st", datetime(2027, 2, 5, tzinfo=UTC), tense="future")
+    assert plan is not None and plan.range is not None and (plan.range.start, plan.range.end) == days(D(2027, 3, 31))
 
 
 def test_invalid_date_is_rejected_not_reinterpreted() -> None:

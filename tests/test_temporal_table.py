@@ -107,6 +107,17 @@ CASES: list[Case] = [
     Case("We're going camping over the summer.", WED, "future", "over the summer", D(2023, 6, 1), D(2023, 8, 31)),
     Case("What did Caroline do over the summer?", WED, "past", "over the summer", D(2022, 6, 1), D(2022, 8, 31)),
     Case("What did Caroline do over the summer?", AUG, "past", "over the summer", D(2023, 6, 1), D(2023, 8, 31)),
+    # a day of the month is one day, never the month (issue 36): named relative to this month, or the tense picks
+    Case("The party is on the 14th of next month.", WED, None, "on the 14th of next month", D(2023, 6, 14),
+         D(2023, 6, 14)),
+    Case("The exam is the 3rd of next month.", WED, None, "the 3rd of next month", D(2023, 6, 3), D(2023, 6, 3)),
+    Case("Next month on the 14th we fly to Oslo.", WED, None, "Next month on the 14th", D(2023, 6, 14),
+         D(2023, 6, 14)),
+    Case("I met her on the 20th of last month.", WED, "past", "on the 20th of last month", D(2023, 4, 20),
+         D(2023, 4, 20)),
+    Case("I'll see her on the 14th.", WED, "future", "on the 14th", D(2023, 5, 14), D(2023, 5, 14)),
+    Case("I saw her on the 14th.", WED, "past", "on the 14th", D(2023, 4, 14), D(2023, 4, 14)),
+    Case("I'll call the bank on the 3rd.", WED, "future", "on the 3rd", D(2023, 6, 3), D(2023, 6, 3)),
 ]
 
 IDS = [f"{c.text} @{c.ref:%Y-%m-%d}" for c in CASES]

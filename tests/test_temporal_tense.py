@@ -76,6 +76,11 @@ def _days(text: str, tense: Tense | None, ref: datetime = WED) -> tuple[date, da
         ("over the summer", date(2022, 6, 1), date(2022, 6, 1), date(2023, 6, 1)),
         ("this weekend", date(2023, 5, 13), date(2023, 5, 6), date(2023, 5, 13)),
         ("over the weekend", date(2023, 5, 6), date(2023, 5, 6), date(2023, 5, 13)),
+        # a day of the month with no month: the last one, or in a plan the coming one (today included)
+        ("on the 14th", date(2023, 4, 14), date(2023, 4, 14), date(2023, 5, 14)),
+        ("on the 3rd", date(2023, 5, 3), date(2023, 5, 3), date(2023, 6, 3)),
+        ("on the 10th", date(2023, 5, 10), date(2023, 5, 10), date(2023, 5, 10)),
+        ("from the 2nd to the 4th", date(2023, 5, 2), date(2023, 5, 2), date(2023, 6, 2)),
     ],
 )
 def test_tense_steers_only_open_directions(text: str, default: date, past: date, future: date) -> None:
@@ -88,10 +93,17 @@ def test_tense_steers_only_open_directions(text: str, default: date, past: date,
     "text",
     ["yesterday", "tomorrow", "last Friday", "next Friday", "this coming Friday", "last weekend", "next weekend",
      "3 days ago", "a few days ago", "last week", "next month", "last summer", "next summer", "in 2022",
-     "7 May 2023", "June 2022", "the weekend before", "recently", "the other day", "since March"],
+     "7 May 2023", "June 2022", "the weekend before", "recently", "the other day", "since March",
+     "the 14th of next month", "next month on the 14th", "the 3rd of last month"],
 )
 def test_directed_expressions_ignore_the_tense(text: str) -> None:
     assert _days(text, None) == _days(text, "past") == _days(text, "future")
+
+
+def test_a_day_of_the_month_in_the_present_looks_ahead() -> None:
+    # "The party is on the 14th" said on 10 May: the coming 14th, as "the party is on Friday" is the coming Friday.
+    assert _days("The party is on the 14th", "present") == (date(2023, 5, 14), date(2023, 5, 14))
+    assert _days("The party is on the 3rd", "present") == (date(2023, 6, 3), date(2023, 6, 3))
 
 
 def test_since_always_looks_back() -> None:

@@ -10,6 +10,8 @@ for queries), against the *source message's* time and in the tense of its senten
   2022"), then, for free-form dates it does not read, through dateparser. Blanks and "unknown"-style
   placeholders count as not given; unparseable or absurd dates (before 1800, 50+ years after the message,
   1970-01-01 placeholders) become None.
+* The source message's time is the time of the cited message that says the fact's time words (``said_at``): a
+  fact citing a question from October and the answer "last Tuesday" from November counts from November.
 * Only when the model gave nothing for either end does the occurrence default to the source message's time;
   one given end copies to the other; reversed ends are swapped. If the fact text names a period
   ("yesterday", "in June", "in 2022") while the model gave no date, merely copied the message date, or gave
@@ -25,6 +27,7 @@ the end of a day is 23:59:59.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, timedelta
 
 from dateutil.relativedelta import relativedelta
@@ -41,7 +44,7 @@ from ..temporal.timestamps import read_free_date
 
 __all__ = [
     "DateRange", "annotate_relative", "constraint_days", "occurrence", "parse_model_date", "phrase_range",
-    "phrase_ranges",
+    "phrase_ranges", "said_at",
 ]
 
 DateRange = tuple[date, date]
@@ -205,6 +208,33 @@ def annotate_relative(text: str, ref: datetime) -> str:
     return "".join(out)
 
 
+def _squashed(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def said_at(text: str, sources: Sequence[tuple[str, datetime]]) -> datetime:
+    """When the time words of the fact ``text`` were said: the time of the source message that says them.
+
+    ``sources`` are the cited messages' ``(text, time)`` in order. A fact citing a question asked on 1 October and
+    the answer "I went last Tuesday" given on 3 November counts "last Tuesday" from 3 November: the first source
+    holding one of the fact's time phrases word for word, else the first that holds any time phrase (the model
+    reworded it), else the earliest source (the fact names no time, or none of its sources does).
+    """
+    earliest = min(when for _, when in sources)
+    if len(sources) == 1 or len({when for _, when in sources}) == 1:
+        return earliest
+    phrases = [_squashed(c.expression) for c in statement_expressions(text, earliest)]
+    if phrases:
+        for line, when in sources:
+            said = _squashed(line)
+            if any(re.search(rf"(?<!\w){re.escape(p)}(?!\w)", said) for p in phrases if p):
+                return when
+    for line, when in sources:
+        if statement_expressions(line, when):
+            return when
+    return earliest
+
+
 def _plausible(day: date, ref: datetime) -> bool:
     """Reject absurd dates: placeholders, the distant past, or far beyond the conversation's time."""
     return day not in _PLACEHOLDER_DAYS and 1800 <= day.year <= ref.year + 50
@@ -223,7 +253,8 @@ def occurrence(
 ) -> tuple[datetime | None, datetime | None]:
     """When the fact ``text`` happened, from the model's ``start``/``end`` and the text's own phrases.
 
-    ``mentioned`` is the (earliest) source message's time; see the module docstring for the rules.
+    ``mentioned`` is the time of the source message that says the fact's time words (``said_at``), never the time
+    of the retain; see the module docstring for the rules.
     """
     tense = statement_tense(text)  # "Maya booked Porto for June" with start "June": the coming June
     start_raw, end_raw = start_raw.strip(), end_raw.strip()

@@ -37,7 +37,7 @@ from pydantic import BaseModel
 from ..errors import EmptyExtractionError
 from ..models import EntityType, LinkType, Network
 from .base import CausalRelation, ExtractedEntity, ExtractedFact
-from .dates import annotate_relative, occurrence
+from .dates import annotate_relative, occurrence, said_at
 from .fact_schema import AnyFact, _Entity, _Rel
 from .windows import ExtractionWindow, WindowLine
 
@@ -138,7 +138,9 @@ def _draft(item: AnyFact, text: str, chunk: ExtractionWindow, by_id: dict[str, W
     lines.sort(key=lambda ln: ln.index)
     mentioned = min(ln.time for ln in lines)
     sources = list(dict.fromkeys(ln.msg_id for ln in lines if ln.msg_id is not None))
-    start, end = occurrence(text, getattr(item, "start", ""), getattr(item, "end", ""), mentioned)
+    # Dates count from the time of the message that says them, not from the earliest one cited (issue 36).
+    said = said_at(text, [(ln.text, ln.time) for ln in lines])
+    start, end = occurrence(text, getattr(item, "start", ""), getattr(item, "end", ""), said)
 
     stated = getattr(item, "net", None)
     if stated is None:  # the lean schema: the agent's own words are its experience, everything else the world's
@@ -160,7 +162,7 @@ def _draft(item: AnyFact, text: str, chunk: ExtractionWindow, by_id: dict[str, W
     if not participants:  # the speakers of the source messages are involved by default
         participants = _dedupe(ln.speaker for ln in lines if ln.speaker.lower() != "unknown")
     fact = ExtractedFact(
-        text=annotate_relative(text, mentioned),
+        text=annotate_relative(text, said),
         network=network,
         occurred_start=start,
         occurred_end=end,

@@ -6,6 +6,7 @@ Layout of one call::
             + a guide to the short JSON keys + two worked examples unrelated to any data set
     user:   Reference time, when the messages were said unless a line shows its own: 2023-05-08 13:56 UTC (Monday)
             Context: <caller context, optional, truncated>
+            Speakers: "user" is the user ...; "assistant" is you ... (only where chat roles speak)
             Earlier message, for pronouns only: [D1:2] (2023-05-08 13:55) Melanie: ...
             Messages:
             [D1:3] Caroline: I went to a LGBTQ support group yesterday ...
@@ -118,6 +119,26 @@ def system_prompt(max_facts: int, lean: bool = False) -> str:
     )
 
 
+# Chat roles are no people. Told only "use names, never I", a small model gave the assistant's "Nice! I'll remember
+# that." the one name it could find, the user's ("Alice will remember that", in a bank named after her); said
+# only where such roles speak, so that the prompts of conversations between named people stay as they were.
+_USER_ROLES = frozenset({"user", "human"})
+_AGENT_ROLES = frozenset({"assistant", "ai", "bot", "agent"})
+_ROLES_NOTE = ('Speakers: "{user}" is the user (write "the user" unless they give their name); "{agent}" is you, the '
+               "AI whose memory this is: write what it said or did as \"I ...\", never under a person's name.")
+
+
+def _roles_note(chunk: ExtractionWindow) -> str | None:
+    """The line saying who the chat roles are, when the window has any (None otherwise)."""
+    lines = [*chunk.lines, *([chunk.previous] if chunk.previous is not None else [])]
+    speakers = {ln.speaker.strip().lower(): ln.speaker.strip() for ln in lines}
+    user = next((speakers[r] for r in speakers if r in _USER_ROLES), None)
+    agent = next((speakers[r] for r in speakers if r in _AGENT_ROLES), None)
+    if user is None and agent is None:
+        return None
+    return _ROLES_NOTE.format(user=user or "user", agent=agent or "assistant")
+
+
 def user_prompt(chunk: ExtractionWindow, note: str | None = None) -> str:
     """The user message of one window (``note`` is the corrective text added on retries)."""
     ref = chunk.reference
@@ -125,6 +146,9 @@ def user_prompt(chunk: ExtractionWindow, note: str | None = None) -> str:
              f"({ref:%A})"]
     if chunk.context:
         parts.append(f"Context: {chunk.context}")
+    roles = _roles_note(chunk)
+    if roles is not None:
+        parts.append(roles)
     if chunk.previous is not None:
         parts.append("Earlier message, for pronouns only: " + chunk.previous.render(max_chars=_MAX_PREVIOUS_CHARS))
     parts.append("Messages:")

@@ -49,7 +49,7 @@ from ..stores.base import (
     VectorIndex,
     VectorMarks,
 )
-from ..text.inputs import RetainInput, normalise_messages, parse_timestamp, raw_json
+from ..text.inputs import RetainInput, date_messages, normalise_messages, parse_timestamp, raw_json
 from ..text.passages import split_long_messages
 from ..vectors.unit_text import embedding_texts, search_contexts, timed_text, vector_metadata
 from ..vectors.vector_sync import VectorSync
@@ -127,9 +127,14 @@ class RetainPipeline:
         until its job runs), so that a process dying half way leaves something the next one can resume.
         """
         warnings: list[str] = []
-        when = parse_timestamp(options.timestamp) or utcnow()
-        messages, _ = normalise_messages(content, when, warnings, self.settings.max_document_chars,
+        given = parse_timestamp(options.timestamp)
+        messages, _ = normalise_messages(content, given, warnings, self.settings.max_document_chars,
                                          self.settings.max_messages_per_retain)
+        # A message with no time of its own (and none given) is dated by the date line it opens with, else now; a
+        # text is the one message it becomes, so its date line is the document's time (the facts job reads it).
+        now = utcnow()
+        messages = date_messages(messages, now)
+        when = given or (messages[0].timestamp if isinstance(content, str) else None) or now
         doc = Document(
             id=options.document_id or str(uuid.uuid4()),
             bank_id=bank_id,

@@ -15,7 +15,9 @@ Modules: ``model`` (``TemporalConstraint``), ``vocabulary`` (words and regex fra
 ``rules_holiday`` (one regex and handler per form), ``anchors`` (event-relative expressions,
 ``resolve_anchor``), ``compose`` (prefixes such as "early", "the week before", "since"; ranges), ``parser``
 (the pipeline and the public functions), ``tense`` (``detect_tense``, ``statement_tense``, sentences),
-``statement`` (``statement_time``: the time of a stated text).
+``statement`` (``statement_time``: the time of a stated text), ``dateline`` (the date a note says it was written,
+``find_dateline``: retain's time for a note given none), ``rules_month_day`` (a day of the month without a month
+name: "the 14th of next month", "on the 14th").
 
 Design:
 
@@ -55,6 +57,9 @@ tense, as it always looks back):
   cannot be a month (``13/5/2023`` is 13 May); dotted ``8.5.2023`` is day.month (European style);
 * "in March" / "8 May" without a year: the most recent one at or before the reference day (in a plan:
   the first one at or after it, so "in June" said in May is this June);
+* a day of the month without a month name is one day: "the 14th of next month" (or "next month on the 14th")
+  is the 14th of the month after the reference's; "on the 14th" the last 14th at or before the reference day
+  (in a plan or the present: the coming one, today included); a month lacking the day is skipped (named: rejected);
 * "on Monday" / "Monday": the most recent Monday, today included (in a plan: the next one, today
   included); "last Monday": the most recent one strictly before today; "this Monday": the Monday of the
   current week (in a plan: the next one, today included; in the past: the most recent one); "next
@@ -84,16 +89,19 @@ tense, as it always looks back):
 from __future__ import annotations
 
 from .anchors import resolve_anchor
+from .dateline import Dateline, find_dateline, strip_dateline
 from .model import Relation, TemporalConstraint, Tense
 from .parser import find_temporal_expressions, parse_temporal
 from .statement import statement_expressions, statement_time
 from .tense import detect_tense, sentence_spans, statement_tense
 
 __all__ = [
+    "Dateline",
     "Relation",
     "TemporalConstraint",
     "Tense",
     "detect_tense",
+    "find_dateline",
     "find_temporal_expressions",
     "parse_temporal",
     "resolve_anchor",
@@ -101,4 +109,5 @@ __all__ = [
     "statement_expressions",
     "statement_tense",
     "statement_time",
+    "strip_dateline",
 ]

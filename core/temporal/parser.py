@@ -36,6 +36,14 @@ from .rules_calendar import (
 )
 from .rules_holiday import _R_HOLIDAY, _h_holiday
 from .rules_holiday import GATE as _HOLIDAY_GATE
+from .rules_month_day import (
+    _R_BARE_DAY,
+    _R_BARE_DAY_RANGE,
+    _R_DAY_OF_REL_MONTH,
+    _h_bare_day,
+    _h_bare_day_range,
+    _h_day_of_rel_month,
+)
 from .rules_relative import (
     _R_AFTER_NEXT,
     _R_AGO,
@@ -79,6 +87,9 @@ _RULES: tuple[tuple[re.Pattern[str], _Handler, tuple[str, ...]], ...] = (
     (_R_DMY, _h_named_date, _G_MONTH),
     (_R_DAY_RANGE, _h_day_range, _G_MONTH),
     (_R_MDY, _h_named_date, _G_MONTH),
+    (_R_DAY_OF_REL_MONTH, _h_day_of_rel_month, ("month",)),
+    (_R_BARE_DAY_RANGE, _h_bare_day_range, ("from", "between")),
+    (_R_BARE_DAY, _h_bare_day, ("st", "nd", "rd", "th")),
     (_R_MONTH_RANGE, _h_month_range, ("from", "between")),
     (_R_YEAR_RANGE, _h_year_range, ("from", "between")),
     (_R_DAYWORD, _h_dayword, ("yesterday", "today", "tomorrow", "tonight", "this", "last")),

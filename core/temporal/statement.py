@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from .dateline import strip_dateline
 from .model import TemporalConstraint
 from .parser import find_temporal_expressions
 from .tense import sentence_spans, statement_tense
@@ -47,8 +48,11 @@ def statement_time(text: str, reference_time: datetime) -> TemporalConstraint | 
     """When the stated ``text`` happens: its first period with both ends ("during"), narrowed by a later one that
     lies inside it ("in June ... from 14 to 21 June" is 14-21 June); ``None`` when it names no such period.
 
-    Open ("before 2020") and event-relative ("after the trip") expressions do not count.
+    Open ("before 2020") and event-relative ("after the trip") expressions do not count, and neither does a date
+    line the text opens with that names the day it was said ("3 November 2026: went to the dentist last Tuesday"
+    happened last Tuesday; ``dateline``).
     """
+    text = strip_dateline(text, reference_time)
     best: TemporalConstraint | None = None
     for c in statement_expressions(text, reference_time):
         if c.relation != "during" or c.range is None or c.range.start is None or c.range.end is None:

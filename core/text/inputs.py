@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..errors import InvalidInputError, TooManyMessagesError
 from ..models import Document, DocumentKind, Message
+from ..temporal.dateline import find_dateline
 from ..temporal.timestamps import parse_timestamp
 
 RetainInput = str | Mapping[str, Any] | Sequence[Mapping[str, Any] | Message | str]
@@ -93,6 +94,23 @@ def normalise_messages(
     if len(ids) != len(set(ids)):
         raise InvalidInputError("message ids must be unique within one retain")
     return messages, True
+
+
+def date_messages(messages: Sequence[Message], now: datetime) -> list[Message]:
+    """The messages, each with a time: its own (or the retain's, set by ``normalise_messages``), else the date line
+    its text opens with ("Written on 3 November 2026", ``temporal.dateline``), else ``now``.
+
+    A note retained without a time was written when its date line says, not when it is retained: its "last
+    Tuesday" is counted from that day. Each fact's dates are resolved against its message's time, so this is where
+    that time must be right.
+    """
+    out: list[Message] = []
+    for m in messages:
+        if m.timestamp is None:
+            line = find_dateline(m.text, now)
+            m = m.model_copy(update={"timestamp": line.time if line is not None else now})
+        out.append(m)
+    return out
 
 
 def raw_json(messages: Sequence[Message], original: RetainInput) -> str:
