@@ -88,10 +88,10 @@ def scripted_answer(messages: list[dict[str, str]], schema: Any) -> dict[str, An
         elif msg_id == "D1:4":
             facts.append(_fact("Marek's sister is moving to Toronto for a nursing job.", []))
         elif msg_id == "D2:3":
-            facts.append(_fact("Marek sold the sailboat for a pottery course while Ines writes a thesis about "
+            facts.append(_fact("Marek sold the sailboat for a pottery course and mentioned the keyboard thesis about "
                                "glaciers.", [msg_id]))
         else:  # the message in the third person, as facts are written (the checks reject a first-person fact)
-            third = re.sub(r"\b(?:my|me)\b", "their", re.sub(r"\bI\b", speaker, text))
+            third = re.sub(r"\b(?:my|me|your|you)\b", "their", re.sub(r"\bI\b", speaker, text), flags=re.IGNORECASE)
             facts.append(_fact(f"{speaker} said that {third}", [msg_id]))
     return {"facts": facts}
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from .commands import (
     BenchError,
+    cmd_beliefs,
     cmd_cara,
     cmd_dates,
     cmd_embedders,
@@ -285,6 +286,20 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="most mentioned entities per conversation (default 3; ~1-2 min each on 2 busy cores)")
     p.add_argument("--labelled-only", action="store_true", help="only the labelled set (no model, seconds)")
     p.set_defaults(func=cmd_observations)
+
+    p = sub.add_parser("beliefs", parents=[common], help="the facts the checks store, against labels by reading",
+                       description="Replays the bundled model's recorded facts on dev conversations (LoCoMo's dev "
+                                   "half and realtalk_dev.json) through today's extractor and checks, and prints per "
+                                   "split the stored facts' precision, wrong and trivial shares, the share of true "
+                                   "facts kept and citation accuracy against the labelled belief set. --live asks "
+                                   "the model again.")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="sessions to score (default all; test is the headline)")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--realtalk", help="realtalk_dev.json (default: beside locomo10.json)")
+    p.add_argument("--live", action="store_true", help="ask the model (the local one unless HINDSIGHT_LLM_BASE_URL "
+                                                       "names one) instead of replaying the recorded answers")
+    p.set_defaults(func=cmd_beliefs)
 
     p = sub.add_parser("dates", parents=[common], help="dates of plans and reports: accuracy by kind",
                        description="Resolves every labelled sentence (plans, reports, holidays, dates with and "

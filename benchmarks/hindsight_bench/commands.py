@@ -279,6 +279,31 @@ def cmd_observations(args: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
+def cmd_beliefs(args: argparse.Namespace) -> dict[str, Any] | None:
+    """``beliefs``: the labelled belief set replayed (or re-asked) through today's extractor and checks."""
+    from hindsight_core.embedders import make_embedder
+
+    from .beliefs import run_beliefs
+
+    locomo = Path(args.data) if args.data else find_locomo()
+    realtalk = Path(args.realtalk) if args.realtalk else locomo.parent / "realtalk_dev.json"
+    for path in (locomo, realtalk):
+        if not path.is_file():
+            raise BenchError(f"data not found: {path}")
+    live = None
+    if args.live:
+        from hindsight_core.llm.factory import default_llm
+
+        live = default_llm()
+    embedder = make_embedder(None)
+    try:
+        result = run_beliefs(args.split, data_files={"locomo": locomo, "realtalk": realtalk}, live=live,
+                             embed=embedder.embed, log=_log(args))
+    except ValueError as exc:
+        raise BenchError(str(exc)) from None
+    return result if args.json else None
+
+
 def find_locomo() -> Path:
     """``$HINDSIGHT_LOCOMO``, else the first existing ``[../]shared/data/locomo10.json`` relative to the
     working directory or to the repository root; raises ``BenchError`` listing where it looked."""

@@ -78,6 +78,10 @@ _SAYS_NOTHING = re.compile(
     r"did(?:n't| not) (?:say|mention|specify)|in the messages?|in the conversation)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"^\s*[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?\s*:\s")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
+_FIRST_PERSON_ANY = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b",
+                               re.IGNORECASE)
+_PLURAL_FIRST = re.compile(r"\b(?:we|we're|we've|we'll|we'd|us|our|ours|ourselves)\b", re.IGNORECASE)
+_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|ya|u)\b", re.IGNORECASE)
 _UNRESOLVED = re.compile(r"^\s*(?:it|this|that|they|these|those|he|she)\b(?!\s+(?:is|was)\s+[A-Z])", re.IGNORECASE)
 _ASKING = re.compile(r"\b(?:ask(?:s|ed|ing)?|wonder(?:s|ed|ing)?|inquir(?:es|ed|ing)|question(?:s|ed)?|"
                      r"want(?:s|ed)? to know|curious)\b", re.IGNORECASE)
@@ -216,14 +220,20 @@ class FactChecker:
         junk = _junk(plain, cited, speakers)
         if junk:
             return _Verdict(False, "junk", junk)
+        # A question asserts nothing: neither a fact made from questions alone nor one about a person made from
+        # that person's own question ("Anything you're excited for?" -> "Melanie is excited for ...").
+        subject = _subject(plain, speakers)
+        best = _best_sentence(plain, cited, speakers)
+        asked = all(_is_question(line.text) for line in cited) or (
+            best is not None and _is_question(best[1]) and (subject is None or _norm(best[0].speaker) == subject))
+        if asked and not _ASKING.search(plain):
+            return _Verdict(False, "question", "made from a question")
         who = _who(plain, cited, speakers)
         if who:
             return _Verdict(False, "speaker", who)
         what = self._what(plain, cited, speakers, similarity or {})
         if what:
             return _Verdict(False, "content", what)
-        if all(_is_question(line.text) for line in cited) and not _ASKING.search(plain):
-            return _Verdict(False, "question", "made from questions only")
         when = _when(plain, cited)
         if when:
             return _Verdict(False, "date", when)
@@ -331,8 +341,14 @@ def _junk(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> str:
         return "a quote with the speaker's name in front"
     if all(_is_ack(line.text) for line in cited):
         return "an acknowledgement or greeting"
+    if _SECOND_PERSON.search(plain) or _PLURAL_FIRST.search(plain):
+        return "a message's own words (a quote): who is you or we?"
     if _FIRST_PERSON.search(plain) and not all(line.is_agent for line in cited):
-        return "a person's words in the first person"
+        # "Caroline is keen on counseling - I'd love to support those ...": the speaker's own words kept in a fact
+        # about the speaker still say who; in a fact about anyone else they are someone's words misplaced.
+        subject = _subject(plain, speakers)
+        if subject is None or not all(_norm(line.speaker) == subject for line in cited):
+            return "a person's words in the first person"
     if _UNRESOLVED.match(plain) and not _named(plain, speakers):
         return "about an unresolved it/this"
     if _ASKS.search(plain):
@@ -344,17 +360,67 @@ def _junk(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> str:
 
 
 def _who(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> str:
-    """The person the fact is about (the first speaker of the conversation it names) must have said or be named
-    in one of its messages."""
-    subject = _subject(plain, speakers)
-    if subject is None:
-        return ""
-    if any(_norm(line.speaker) == subject for line in cited):
-        return ""
-    if any(_occurs(subject, _fold(line.text)) for line in cited):
-        return ""
+    """Every person of the conversation the fact names must have said one of its messages or be spoken of in one
+    (being addressed, "Thanks, Maria!", is not being spoken of: the listener of "I made pizza" made none); and a
+    message's words to its listener ("You'll be an awesome mom") are not its speaker's news."""
     said_by = ", ".join(dict.fromkeys(line.speaker for line in cited))
-    return f"about {subject.title()}, said by {said_by}"
+    for name in _named_speakers(plain, speakers):
+        if any(_norm(line.speaker) == name for line in cited):
+            continue
+        if any(_spoken_of(name, line.text) for line in cited):
+            continue
+        return f"about {name.title()}, said by {said_by}"
+    subject = _subject(plain, speakers)
+    best = _best_sentence(plain, cited, speakers)
+    if subject is not None and best is not None:
+        line, sentence = best
+        if (_norm(line.speaker) == subject and _SECOND_PERSON.search(sentence)
+                and not _FIRST_PERSON_ANY.search(sentence) and not _spoken_of(subject, sentence)):
+            return f"about {subject.title()}, from {line.speaker}'s words to the listener: {sentence[:80]!r}"
+    if subject is not None and len({_norm(line.speaker) for line in cited}) > 1:
+        # Several people's messages: the subject's part must come from the subject's side of them (their own
+        # messages, a question put to them, a message speaking of them), not from the other's news.
+        own = [line for line in cited if _norm(line.speaker) == subject or _is_question(line.text)
+               or _spoken_of(subject, line.text)]
+        words = content_words(plain, [*speakers, *(line.speaker for line in cited)]) - _MOVES
+        have = content_words(" ".join(line.text for line in own))
+        if words and len(words & have) / len(words) < MIN_COVERAGE:
+            return f"about {subject.title()}, mostly from another speaker's messages"
+    return ""
+
+
+def _named_speakers(plain: str, speakers: set[str]) -> list[str]:
+    lowered = _fold(plain)
+    return [name for name in speakers if re.search(rf"(?<![a-z0-9]){re.escape(name)}(?![a-z0-9])", lowered)]
+
+
+_GREETING = r"(?:hey|hi|hello|thanks|thank you|congrats|congratulations|yeah|yes|yep|wow|woah|whoa|oh|aw+|ok|okay|" \
+            r"sure|definitely|haha|lol|omg|dear|morning|night|bye|totally|absolutely|great|nice|cool|sorry|so)"
+
+
+def _spoken_of(name: str, text: str) -> bool:
+    """Whether ``name`` (folded) occurs in ``text`` other than as the person addressed ("Thanks, Maria!")."""
+    folded = _fold(text)
+    for match in re.finditer(rf"(?<![a-z0-9]){re.escape(name)}(?:'s)?(?![a-z0-9])", folded):
+        before = folded[: match.start()].rstrip()
+        after = folded[match.end():].lstrip()
+        opens = not before or before[-1] in ",.!?;:-(" or re.search(rf"(?:^|[\s,.!?]){_GREETING}$", before)
+        closes = not after or after[0] in ",.!?;:)"
+        if not (opens and closes) or "'s" in match.group(0):
+            return True
+    return False
+
+
+def _best_sentence(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> tuple[SourceLine, str] | None:
+    """The sentence of the cited messages that shares the most content words with the fact."""
+    words = content_words(plain, [*speakers, *(line.speaker for line in cited)]) - _MOVES
+    best: tuple[int, SourceLine, str] | None = None
+    for line in cited:
+        for sentence in re.split(r"(?<=[.!?])\s+", line.text.strip()):
+            shared = len(words & content_words(sentence))
+            if shared and (best is None or shared > best[0]):
+                best = (shared, line, sentence)
+    return (best[1], best[2]) if best else None
 
 
 def _subject(plain: str, speakers: set[str]) -> str | None:

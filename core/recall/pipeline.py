@@ -168,7 +168,7 @@ class RecallPipeline:
             timings["rerank_ms"] = _ms(t)
             t = time.perf_counter()
         if s.fact_ranking == "keys":
-            memories = self._facts_as_keys(bank_id, memories, nets, window, notes.found_by)
+            memories = self._facts_as_keys(bank_id, memories, nets, window, notes)
         memories = self._with_context(bank_id, memories, nets, window, notes.context_of)
         if s.distinct_evidence:
             memories = distinct_evidence_first(memories, notes.covered_by)
@@ -187,20 +187,22 @@ class RecallPipeline:
 
     def _facts_as_keys(
         self, bank_id: str, memories: Iterator[Memory], networks: Sequence[Network] | None,
-        window: TimeRange | None, found_by: dict[str, str],
+        window: TimeRange | None, notes: _Notes,
     ) -> Iterator[Memory]:
         """The memories in rank order, each LLM fact preceded by the raw messages it cites that did not come
-        earlier (recorded in ``found_by``: message id -> fact id): a fact is a key that finds its evidence, and
-        the messages, not the model's wording, take the fact's place. Lazy like the ranking it wraps."""
+        earlier (recorded in ``notes.found_by``: message id -> fact id): a fact is a key that finds its evidence,
+        and the messages, not the model's wording, take the fact's place. Lazy like the ranking it wraps."""
         seen: set[str] = set()
         for m in memories:
             if m.id in seen:
                 continue
+            if m.cites is not None:
+                notes.cites[m.id] = m.cites
             wanted = [c for c in (m.cites or ()) if c not in seen]
             if wanted:
                 for raw in self._iter_memories(bank_id, wanted, networks, window):
                     seen.add(raw.id)
-                    found_by[raw.id] = m.id
+                    notes.found_by[raw.id] = m.id
                     yield raw
             seen.add(m.id)
             yield m
