@@ -262,3 +262,15 @@ def test_prompts_of_named_speakers_have_no_roles_note() -> None:
                 Message(id="m2", speaker="Melanie", text="Lovely!", timestamp=NOTE_DAY)]
     LLMExtractor(llm).extract(messages, document_time=NOTE_DAY)
     assert "Speakers:" not in llm.calls[0].user  # conversations between people are prompted as before
+
+
+def test_reflect_does_not_make_the_bank_id_the_agent_s_name() -> None:
+    """A bank created as ``alice`` (a user's id) has no name of its own: reflect's system message says who the agent
+    is without calling it Alice; a profile that names the agent keeps the name."""
+    from hindsight_core.models import BankProfile, Disposition
+    from hindsight_core.reflect.pipeline import system_message
+
+    unnamed = system_message(BankProfile(id="alice", name="alice"), Disposition())
+    assert "alice" not in unnamed.lower() and unnamed.startswith("You are an AI assistant")
+    named = system_message(BankProfile(id="alice", name="Ada the concierge"), Disposition())
+    assert named.startswith("You are Ada the concierge.")

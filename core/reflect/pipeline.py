@@ -71,8 +71,12 @@ class _Answer(BaseModel):
 def system_message(profile: BankProfile, disposition: Disposition) -> str:
     """The reflect system message: identity, background and the verbalised disposition."""
     background = profile.background.strip() or "(no background yet)"
+    # A bank named only by its id ("alice", a user's id) is no person: told "You are alice", the model spoke as the
+    # user. The name is the agent's only when the profile gives one.
+    identity = f"You are {profile.name}" if profile.name.strip() and profile.name != profile.id else \
+        "You are an AI assistant answering from your long-term memory"
     return (
-        f"You are {profile.name}. Your background: {background}\n"
+        f"{identity}. Your background: {background}\n"
         f"{verbalize(disposition)}\n"
         "Answer the question from the numbered memories you are given, reasoning and judging in line with "
         "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
