@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from .config import Settings
 from .embedders import Embedder
@@ -23,10 +23,11 @@ from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
 from .reflect.observation_job import ObservationWriter
 from .reflect.pipeline import ReflectPipeline
-from .reflect.reinforce import OpinionReinforcer
+from .reflect.reinforce import OpinionReinforcer, ReinforceStore
 from .retain.fact_job import FactJob
 from .retain.forget import ForgetPipeline
 from .retain.pipeline import FACTS, RetainPipeline
+from .runtime.gate import CommitGate, GatedWrites
 from .runtime.jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
 from .runtime.worker import Handler, Worker
 from .stores.base import GraphStore, VectorIndex
@@ -70,6 +71,7 @@ class Engine:
     reinforcer: OpinionReinforcer
     worker: Worker
     llm: Callable[[], LLM]
+    gate: CommitGate
 
 
 def wire(
@@ -85,27 +87,34 @@ def wire(
     owner: str | None,
     notify: Callable[[], None],
     reranker: Reranker | None = None,
+    gate: CommitGate | None = None,
 ) -> Engine:
     """Build every pipeline of one ``Hindsight``.
 
     ``llm`` and ``extractor`` are called when first needed; ``owner`` is this process's lease id (jobs,
-    documents and vector marks it holds); ``notify`` wakes the worker after a job is queued.
+    documents and vector marks it holds); ``notify`` wakes the worker after a job is queued; every commit, job
+    outcome and enqueue passes ``gate`` (closed by ``Hindsight.close``: nothing is written after it).
     """
+    gate = gate or CommitGate()
     vectors = VectorSync(store, index, embedder, settings, owner)
     retainer = RetainPipeline(store, index, embedder, settings, RawExtractor(window=settings.raw_window), extractor,
                               vectors=vectors)
     recaller = RecallPipeline(store, index, embedder, settings.recall, count_tokens, executor, reranker)
     reflector = ReflectPipeline(store, recaller, retainer.store_facts, llm)
-    jobs = JobScheduler(store, retainer, reflector, notify)
+    jobs = JobScheduler(store, retainer, reflector, notify, gate)
     retainer.on_retained = jobs.queue_follow_ups
     retainer.notify = notify
+    retainer.commit_gate = gate.commit
     facts = FactJob(store, retainer, jobs.queue_follow_ups)
     observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts,
                                      embedder.embed)
-    reinforcer = OpinionReinforcer(store, index, vectors.reindex, llm, settings.cara, owner)
+    # The opinion job writes to the store directly (one transaction per opinion), so those writes pass the gate too.
+    opinion_store = cast(ReinforceStore, GatedWrites(store, gate, ["apply_opinion_update"]))
+    reinforcer = OpinionReinforcer(opinion_store, index, gate.unless_closed(vectors.reindex), llm, settings.cara, owner)
     handlers: dict[str, Handler] = {RETAIN: jobs.run_retain, FACTS: facts.run, REFLECT: jobs.run_reflect,
                                     OBSERVATIONS: observations.run, OPINIONS: reinforcer.run}
-    worker = Worker(store, handlers, owner=owner)
+    worker = Worker(store, handlers, owner=owner, gate=gate)
     return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,
                   retainer=retainer, recaller=recaller, reflector=reflector, forgetter=ForgetPipeline(store, vectors),
-                  jobs=jobs, facts=facts, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm)
+                  jobs=jobs, facts=facts, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm,
+                  gate=gate)

@@ -69,6 +69,11 @@ class ConflictError(HindsightError):
     and nothing of this one was kept."""
 
 
+class ClosedError(HindsightError):
+    """The ``Hindsight`` was closed: nothing more is written through it. A background job that was still running
+    (inside a model call) stored none of its effects; it is queued again and runs in the next process."""
+
+
 class StoreError(HindsightError):
     """A storage backend failed or is unreachable."""
 

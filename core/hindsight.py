@@ -14,11 +14,12 @@ from .bank import Bank
 from .config import Settings
 from .embedders import Embedder, make_embedder
 from .engine import Lazy, wire
-from .errors import BankNotFoundError, StoreError
+from .errors import BankNotFoundError, ClosedError, StoreError
 from .extract.base import Extractor
 from .llm.base import LLM
 from .models import AuditEntry, BankProfile, Disposition, utcnow
 from .recall.rerank import Reranker
+from .runtime.gate import CommitGate, GatedLLM
 from .runtime.leases import ProcessLease
 from .stores import audit
 from .stores.base import GraphStore, ResettableIndex, VectorIndex
@@ -82,6 +83,10 @@ class Hindsight:
 
             llm = make_llm(llm)
         self._llm = Lazy(lambda: llm if llm is not None else _default_llm())
+        # Closing shuts this gate: nothing is committed after ``close``, and the pipelines' model calls (``GatedLLM``)
+        # end at once, so that a job abandoned inside a call stores nothing and stops reading the closed stores.
+        self._gate = CommitGate()
+        self._gated_llm: Lazy[LLM] = Lazy(lambda: GatedLLM(self._llm(), self._gate))
         self._recover_lock = threading.Lock()
         self.count_tokens = token_counter or count_tokens
         self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="hindsight")
@@ -89,10 +94,10 @@ class Hindsight:
         self.lease = ProcessLease(store, heartbeat_s=leases.heartbeat_s, ttl_s=leases.ttl_s,
                                   on_beat=self._maintain, maintenance_every=leases.maintenance_every)
         self.engine = wire(
-            store, index, self.embedder, self.settings, llm=self._llm,
+            store, index, self.embedder, self.settings, llm=self._gated_llm,
             extractor=Lazy(lambda: extractor if extractor is not None else self._llm_extractor()),
             count_tokens=self.count_tokens, executor=self._executor, owner=self.lease.id,
-            notify=self.notify_worker, reranker=reranker,
+            notify=self.notify_worker, reranker=reranker, gate=self._gate,
         )
         # The background worker, for callers that run queued jobs themselves (``start_worker=False``).
         self.worker = self.engine.worker
@@ -160,7 +165,10 @@ class Hindsight:
         # From the lease's heartbeat thread: a long-lived process also takes over work of processes that died.
         if self._closed:
             return
-        self.recover()
+        try:
+            self.recover()
+        except ClosedError:
+            return  # closed meanwhile: what it found is the next process's to take over
         if self.store.pending_jobs() > 0:
             self.notify_worker()
 
@@ -230,7 +238,7 @@ class Hindsight:
     def _llm_extractor(self) -> Extractor:
         from .extract.llm_extractor import LLMExtractor
 
-        return LLMExtractor(self.llm, count_tokens=self.count_tokens)
+        return LLMExtractor(self._gated_llm(), count_tokens=self.count_tokens)
 
     def notify_worker(self) -> None:
         """Wake the background worker for newly queued jobs (unless opened with ``start_worker=False``)."""
@@ -328,10 +336,18 @@ class Hindsight:
         return await asyncio.to_thread(self.audit, bank_id, limit=limit, offset=offset, oldest_first=oldest_first)
 
     def close(self) -> None:
-        """Stop worker threads, release this process's lease and close the stores (queued background jobs stay
-        queued for next time)."""
+        """Release this process's lease and close the stores, at once: nothing waits for a background job.
+
+        Queued jobs stay queued, and a job inside a model call is abandoned: its answer is dropped, nothing of it is
+        committed after this call (a commit already in progress finishes first), and the lease hands it back to the
+        queue, so the next ``Hindsight.open`` (or ``hindsight worker``) runs it again. ``bank.wait_idle()`` first
+        to let queued work finish here. Closing twice is harmless.
+        """
+        if self._closed:
+            return
         self._closed = True
-        self.worker.stop()
+        self._gate.close()  # waits for a commit in progress only, never for a model call
+        self.worker.stop(timeout=0)
         self.lease.stop()
         self._executor.shutdown(wait=True)
         self.store.close()

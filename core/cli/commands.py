@@ -1,10 +1,11 @@
-"""The ``hindsight`` command line: retain, recall, stats, check and demo over an on-disk memory.
+"""The ``hindsight`` command line: retain, recall, stats, check, worker and demo over an on-disk memory.
 
 Usage::
 
     hindsight [--path DIR] [--json] retain BANK [FILE|-] [--no-extract]
     hindsight recall BANK "what did Maya do last week?" --reference-time 2025-03-23 --trace
     hindsight stats [BANK]
+    hindsight worker [--until-idle]      # runs the queued background jobs (no other command does)
     hindsight demo
     hindsight bench locomo --conversations 1 --questions 20 --out results/
 
@@ -92,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.set_defaults(path=None, graph=None, vectors=None, json=False, verbose=False)
     common = global_options(argparse.SUPPRESS)
+    from .worker import add_commands as add_worker
+
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     # The order of these calls is the order of the commands in ``hindsight --help``.
     _add_retain(sub, common)
@@ -99,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_reflect(sub, common)
     _add_stats(sub, common)
     _add_check(sub, common)
+    add_worker(sub, common)  # worker (core/cli/worker.py)
     _add_demo(sub, common)
 
     from ..explorer.cli import add_commands as add_ui
@@ -133,8 +137,8 @@ def _add_retain(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--document-id", help="document id (a prefix when the input holds several documents)")
     p.add_argument("--context", help="free-text context handed to the extractor")
     p.add_argument("--no-wait", dest="wait", action="store_false",
-                   help="exit once the messages are memories; the LLM's facts are added by the next process that "
-                        "opens the store (default: wait for them)")
+                   help="exit once the messages are memories; the LLM's facts are added later by 'hindsight "
+                        "worker' or the next application that opens the store (default: wait for them)")
     p.set_defaults(func=cmd_retain)
 
 

@@ -50,11 +50,16 @@ def location(args: argparse.Namespace) -> StoreLocation:
 def open_store(args: argparse.Namespace, *, must_exist: bool = False, what: str = "",
                **open_kwargs: Any) -> Iterator[Hindsight]:
     """The store named by the options, closed on exit. Commands that only read pass ``must_exist`` so a mistyped
-    path is an error (``StoreLocationError``, prefixed by ``what``) instead of a new empty store."""
+    path is an error (``StoreLocationError``, prefixed by ``what``) instead of a new empty store.
+
+    A command does not run the background jobs other processes queued (``start_worker=False`` unless given): a
+    read never waits for a model, and closing abandons no job half way. ``hindsight worker`` runs them, ``retain``
+    its own facts (``Bank.wait_idle``)."""
     where = location(args)
     if must_exist:
         where.require(what)
     from ..hindsight import Hindsight
 
+    open_kwargs.setdefault("start_worker", False)
     with Hindsight.open(where, **open_kwargs) as hs:
         yield hs

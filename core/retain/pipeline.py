@@ -19,13 +19,14 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, Protocol
 
 import numpy as np
 
 from ..config import Settings
 from ..embedders import Embedder
-from ..errors import ConflictError, EmptyExtractionError, ExtractionError, HindsightError, StoreError
+from ..errors import ClosedError, ConflictError, EmptyExtractionError, ExtractionError, HindsightError, StoreError
 from ..extract.base import ExtractedFact, Extractor, ExtractorWithWork
 from ..models import (
     FACT_CITES_KEY,
@@ -108,6 +109,8 @@ class RetainPipeline:
         self.on_retained = on_retained
         # Wakes the worker after a commit queued the facts job.
         self.notify: Callable[[], None] = lambda: None
+        # Every commit runs inside it: the engine's ``CommitGate.commit`` (no commit after ``Hindsight.close``).
+        self.commit_gate: Callable[[], AbstractContextManager[object]] = nullcontext
         self.resolver = EntityResolver(store, settings.entities)
         self._bank_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -154,12 +157,15 @@ class RetainPipeline:
     def fail(self, doc: Document, exc: BaseException) -> None:
         """Record why extraction failed on the kept document (a store that fails here too is only logged: the
         document stays held by this process's lease and is resumed later)."""
-        if isinstance(exc, ConflictError):
-            return  # a newer retain of the document owns it now
+        if isinstance(exc, ConflictError | ClosedError):
+            return  # a newer retain of the document owns it now, or closing released it to the next process
         try:
             # Only the revision this retain stored: a newer one in progress must not be marked failed.
-            self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.FAILED,
-                                           f"{type(exc).__name__}: {exc}"[:4000], revision=doc.revision)
+            with self.commit_gate():
+                self.store.set_document_status(doc.bank_id, doc.id, DocumentStatus.FAILED,
+                                               f"{type(exc).__name__}: {exc}"[:4000], revision=doc.revision)
+        except ClosedError:
+            return
         except Exception as store_exc:
             log.error("could not mark document %r failed: %s", doc.id, store_exc)
 
@@ -251,7 +257,7 @@ class RetainPipeline:
         """Vectors first (marked), then the graph swap in one transaction, then the old vectors go."""
         owner = self.vectors.owner
         new_ids = [u.id for u in batch.units]
-        with self.vectors.hold(bank_id, [*new_ids, *batch.replaces]):
+        with self.commit_gate(), self.vectors.hold(bank_id, [*new_ids, *batch.replaces]):
             self.store.mark_vectors(bank_id, new_ids, owner)
             try:
                 self.index.upsert(bank_id, new_ids, vectors, [vector_metadata(u) for u in batch.units])

@@ -21,6 +21,7 @@ from ..retain.pipeline import RetainPipeline
 from ..stores.base import DocumentStore, EntityStore, JobQueue, UnitStore
 from ..text.inputs import RetainInput, parse_timestamp
 from ..validation import When
+from .gate import CommitGate
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +36,8 @@ class SchedulerStore(JobQueue, DocumentStore, UnitStore, EntityStore, Protocol):
 
 
 class JobScheduler:
-    """Queues jobs and runs the retain and reflect kinds. ``notify`` wakes the worker after a job is queued."""
+    """Queues jobs and runs the retain and reflect kinds. ``notify`` wakes the worker after a job is queued; every
+    enqueue passes ``gate`` (nothing is queued through a closed ``Hindsight``)."""
 
     def __init__(
         self,
@@ -43,14 +45,17 @@ class JobScheduler:
         retainer: RetainPipeline,
         reflector: ReflectPipeline,
         notify: Callable[[], None] = lambda: None,
+        gate: CommitGate | None = None,
     ) -> None:
         self.store = store
         self.retainer = retainer
         self.reflector = reflector
         self.notify = notify
+        self.gate = gate or CommitGate()
 
     def _enqueue(self, job: Job) -> Job:
-        self.store.enqueue_job(job)
+        with self.gate.commit():
+            self.store.enqueue_job(job)
         self.notify()
         return job
 
@@ -64,7 +69,8 @@ class JobScheduler:
         doc, _, warnings = self.retainer.prepare(bank_id, content, options, deferred=True)
         job = Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
                   payload={"document_id": doc.id, **options.recorded()})
-        self.store.enqueue_job(job, document_id=doc.id)
+        with self.gate.commit():
+            self.store.enqueue_job(job, document_id=doc.id)
         self.notify()
         return RetainResult(bank_id=bank_id, document_id=doc.id, memories=[], warnings=warnings, queued=True,
                             job_id=job.id)
@@ -73,7 +79,8 @@ class JobScheduler:
         """Queue a retain job for a stored document a dead process left unfinished (linked in one transaction)."""
         job = Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=RETAIN,
                   payload={"document_id": document_id, "resumed": True})
-        self.store.enqueue_job(job, document_id=document_id)
+        with self.gate.commit():
+            self.store.enqueue_job(job, document_id=document_id)
         return job
 
     def run_retain(self, job: Job) -> None:
@@ -138,8 +145,10 @@ class JobScheduler:
         if facts and store.units_in_network(result.bank_id, Network.OPINION, limit=1):
             jobs.append(Job(id=str(uuid.uuid4()), bank_id=result.bank_id, kind=OPINIONS,
                             payload={"unit_ids": [m.id for m in facts]}))
-        for job in jobs:
-            store.enqueue_job(job)
         if jobs:
+            # After the facts' commit: a close in between leaves the follow-ups to the facts job's rerun.
+            with self.gate.commit():
+                for job in jobs:
+                    store.enqueue_job(job)
             self.notify()
         return jobs

@@ -6,6 +6,10 @@ still running). A job that keeps failing is retried with growing delays and fina
 its error; nothing is dropped silently. A job may run more than once (a crash after its effects, before it
 was marked done), so every handler's effects are idempotent: retains replace their document's memories,
 observations replace the entity's, opinion updates apply once per (opinion, evidence).
+
+Closing never waits for a job (``gate``): every write of the worker (claiming, recording an outcome) and of the
+handlers passes the ``CommitGate``; once it is closed, a job still inside a model call is dropped unrecorded and
+the closing process's lease hands it back to the queue.
 """
 
 from __future__ import annotations
@@ -16,14 +20,17 @@ import time
 import traceback
 from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
-from ..errors import LLMUnavailableError
+from ..errors import ClosedError, LLMUnavailableError
 from ..models import Job, utcnow
 from ..stores.base import JobQueue
+from .gate import CommitGate
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[[Job], None]
+Handler = Callable[[Job], object]
+"""A job kind's handler; a dict it returns is stored as the finished job's ``Job.result``."""
 
 
 class Worker:
@@ -38,10 +45,16 @@ class Worker:
         backoff_s: float = 2.0,
         poll_s: float = 1.0,
         owner: str | None = None,
+        gate: CommitGate | None = None,
     ) -> None:
+        """``gate`` is shared with the handlers' writes (``Hindsight.close`` closes it); ``owner`` is the lease
+        that claimed jobs are held under."""
         self.store = store
         self.owner = owner
+        self.gate = gate or CommitGate()
         self._closed = False
+        # Jobs this worker finished, by outcome (``hindsight worker`` reports them).
+        self.counts = {"done": 0, "retried": 0, "failed": 0}
         self.handlers = handlers
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
@@ -72,48 +85,86 @@ class Worker:
         self._wake.set()
 
     def stop(self, timeout: float | None = None) -> None:
-        """Ask the thread to finish its current job and exit; waits for that job (queued ones stay queued).
+        """Ask the thread to exit after its current job and wait up to ``timeout`` seconds (None: for good) for it.
 
-        Waiting matters: abandoning a job mid model call would leave a request in flight while the caller
-        may already be shutting the model server down.
+        ``Hindsight.close`` closes the gate first and waits no time: a job inside a model call then ends unrecorded
+        when the call returns (its answer dropped, ``GatedLLM``), and queued jobs stay queued.
         """
         with self._lock:
             self._closed = True  # a notify racing with stop must not start a new thread
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
+        if self._thread is not None and timeout != 0:
             self._thread.join(timeout)
 
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the thread to exit (after ``stop`` or a close); True once it has."""
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return not self.running
+
     def run_once(self) -> bool:
-        """Run the next runnable job, if any; returns whether one ran."""
-        job = self.store.claim_job(utcnow(), owner=self.owner)
+        """Run the next runnable job, if any; returns whether one ran (never once the gate is closed)."""
+        try:
+            with self.gate.commit():
+                job = self.store.claim_job(utcnow(), owner=self.owner)
+        except ClosedError:
+            return False
         if job is None:
             return False
         handler = self.handlers.get(job.kind)
+        started = time.monotonic()
+        outcome: object = None
         try:
             if handler is None:
                 raise LookupError(f"no handler for job kind {job.kind!r}")
-            handler(job)
+            outcome = handler(job)
         except Exception as exc:
-            detail = f"{type(exc).__name__}: {exc}"
-            # A missing handler or a model that is not installed will not appear by retrying.
-            if job.attempts >= self.max_attempts or isinstance(exc, (LookupError, LLMUnavailableError)):
-                log.error("job %s (%s) failed for good after %d attempts: %s", job.id, job.kind, job.attempts, detail)
-                self.store.finish_job(job.id, error=detail[:2000])
-            else:
-                delay = self.backoff_s * 2 ** (job.attempts - 1)
+            if self.gate.closed:  # closed under it (a model call cut short, a write refused): released, not failed
+                log.debug("job %s (%s) left to the next process: closed during it (%s)", job.id, job.kind,
+                          type(exc).__name__)
+                return True
+            self._failed(job, exc)
+        else:
+            if self._record(job, result=outcome if isinstance(outcome, dict) else None):
+                self.counts["done"] += 1
+                log.info("job %s (%s) done in %.1f s", job.id, job.kind, time.monotonic() - started)
+        return True
+
+    def _failed(self, job: Job, exc: Exception) -> None:
+        """Record a failed attempt: retried later with a growing delay, or failed for good."""
+        detail = f"{type(exc).__name__}: {exc}"
+        # A missing handler or a model that is not installed will not appear by retrying.
+        if job.attempts >= self.max_attempts or isinstance(exc, (LookupError, LLMUnavailableError)):
+            if self._record(job, error=detail[:2000]):
+                self.counts["failed"] += 1
+                log.error("job %s (%s) failed for good after %d attempts: %s", job.id, job.kind, job.attempts,
+                          detail)
+        else:
+            delay = self.backoff_s * 2 ** (job.attempts - 1)
+            if self._record(job, error=detail[:2000], retry_at=utcnow() + timedelta(seconds=delay)):
+                self.counts["retried"] += 1
                 log.warning("job %s (%s) failed (attempt %d), retrying in %.0f s: %s\n%s", job.id, job.kind,
                             job.attempts, delay, detail, traceback.format_exc(limit=3))
-                self.store.finish_job(job.id, error=detail[:2000], retry_at=utcnow() + timedelta(seconds=delay))
-        else:
-            self.store.finish_job(job.id)
+
+    def _record(self, job: Job, **outcome: Any) -> bool:
+        """Store a job's outcome as a gated write; False once the gate is closed (the lease hands the job back)."""
+        try:
+            with self.gate.commit():
+                self.store.finish_job(job.id, **outcome)
+        except ClosedError:
+            log.debug("job %s (%s) left to the next process: closed before its outcome was stored", job.id, job.kind)
+            return False
         return True
 
     def _loop(self) -> None:
-        while not self._stop.is_set():
+        while not self._stop.is_set() and not self.gate.closed:
             try:
                 ran = self.run_once()
             except Exception:  # a store failure must not kill the worker thread
+                if self._stop.is_set() or self.gate.closed:
+                    break  # the stores closed under it: nothing to report, the lease hands the job back
                 log.exception("background worker error")
                 ran = False
             if not ran:
@@ -121,15 +172,22 @@ class Worker:
                     self._idle.notify_all()
                 self._wake.wait(self.poll_s)
                 self._wake.clear()
+        with self._idle:
+            self._idle.notify_all()
 
     def wait_idle(self, timeout: float | None = None, bank_id: str | None = None) -> bool:
         """Block until no job is queued or running (for ``bank_id``, or at all); False on timeout.
 
-        Jobs waiting for a retry count as pending: waiting covers their backoff too.
+        Jobs waiting for a retry count as pending: waiting covers their backoff too. False at once when closed
+        (nothing more runs here).
         """
+        if self.gate.closed:
+            return False
         self.start()
         deadline = None if timeout is None else time.monotonic() + timeout
         while self.store.pending_jobs(bank_id) > 0:
+            if self.gate.closed:
+                return False
             if deadline is not None and time.monotonic() >= deadline:
                 return False
             self._wake.set()
