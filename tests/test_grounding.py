@@ -179,3 +179,15 @@ def test_recall_ranks_the_cited_message_where_its_fact_ranked(tmp_path: Path) ->
                 assert top.score == fact_item.fused_score > 0
             else:
                 assert top.cites is not None
+
+
+def test_a_country_is_no_pronoun_and_an_address_is_no_mention() -> None:
+    lines = [SourceLine("a", "Kevin", "I moved to the US in 2019, Paola. Have u been to the U.S.?", 0, T0),
+             SourceLine("b", "Paola", "Thanks, Kevin! We loved Boston when we visited.", 1, T0)]
+    report = FactChecker().check([
+        _fact("Kevin moved to the US in 2019", "a"),  # "US" is a country, not "us"
+        _fact("Kevin loved Boston", "b"),  # Kevin is only addressed in Paola's message
+        _fact("Paola loved Boston when they visited", "b"),
+    ], lines)
+    assert [f.text for f in report.kept] == ["Kevin moved to the US in 2019", "Paola loved Boston when they visited"]
+    assert [(r.text, r.reason) for r in report.rejected] == [("Kevin loved Boston", "speaker")]

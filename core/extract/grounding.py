@@ -78,10 +78,10 @@ _SAYS_NOTHING = re.compile(
     r"did(?:n't| not) (?:say|mention|specify)|in the messages?|in the conversation)\b", re.IGNORECASE)
 _QUOTE = re.compile(r"^\s*[A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*)?\s*:\s")
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself)\b")
-_FIRST_PERSON_ANY = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|myself|we|we're|we've|we'll|us|our|ours)\b",
-                               re.IGNORECASE)
-_PLURAL_FIRST = re.compile(r"\b(?:we|we're|we've|we'll|we'd|us|our|ours|ourselves)\b", re.IGNORECASE)
-_SECOND_PERSON = re.compile(r"\b(?:you|your|yours|yourself|you're|you've|you'll|you'd|ya|u)\b", re.IGNORECASE)
+# Case matters: "US" and "U.S." are a country, "u" and "ya" are chat for you.
+_PLURAL_FIRST = re.compile(r"\b(?:[Ww]e|[Ww]e're|[Ww]e've|[Ww]e'll|[Ww]e'd|us|[Oo]ur|[Oo]urs|[Oo]urselves)\b")
+_FIRST_PERSON_ANY = re.compile(rf"{_FIRST_PERSON.pattern}|{_PLURAL_FIRST.pattern}|\b(?:My|Me|Mine)\b")
+_SECOND_PERSON = re.compile(r"\b(?:[Yy]ou|[Yy]our|[Yy]ours|[Yy]ourself|[Yy]ou're|[Yy]ou've|[Yy]ou'll|[Yy]ou'd|ya|u)\b")
 _UNRESOLVED = re.compile(r"^\s*(?:it|this|that|they|these|those|he|she)\b(?!\s+(?:is|was)\s+[A-Z])", re.IGNORECASE)
 _ASKING = re.compile(r"\b(?:ask(?:s|ed|ing)?|wonder(?:s|ed|ing)?|inquir(?:es|ed|ing)|question(?:s|ed)?|"
                      r"want(?:s|ed)? to know|curious)\b", re.IGNORECASE)
