@@ -37,8 +37,8 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from ..models import EntityType, Message
-from ..reflect.observation_support import content_words
 from ..temporal import statement_tense
+from ..text.words import content_words
 from .base import ExtractedEntity, ExtractedFact
 from .common_words import in_dictionary
 from .dates import phrase_ranges
