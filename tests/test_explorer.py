@@ -204,6 +204,10 @@ def test_opinions_documents_jobs_and_recall_trace(client: TestClient, api_bank: 
     jobs = client.get("/api/jobs", params={"bank": BANK, "status": "failed"}).json()["items"]
     assert [(j["id"], j["error"], j["attempts"]) for j in jobs] == [
         ("job-failed-1", "LLMError: the local model did not answer", 1)]
+    done = client.get("/api/jobs", params={"bank": BANK, "status": "done"}).json()["items"]
+    facts = next(j for j in done if j["id"] == api_bank.facts_job)
+    assert facts["result"]["rejected_by_reason"] == {"speaker": 1}
+    assert facts["result"]["rejections"][0]["text"] == "Daniel moved to Lisbon last spring."
     rec = client.post("/api/recall", json={"bank": BANK, "query": RECALL_QUERY, "budget": 200,
                                            "reference_time": "2025-05-01"}).json()
     assert rec["memories"][0]["text"] == SISTER and rec["tokens"] <= 200
@@ -478,6 +482,12 @@ def test_documents_and_jobs_pages_list_and_filter_by_status(served: Served, driv
     _open(driver, served.url + "/" + _hash(BANK, "jobs", "status=failed"))
     assert rows("jobs") == [browser_bank.failed_job]
     assert "did not answer" in driver.find_element("css selector", "table.jobs .error-text").text
+    _open(driver, served.url + "/" + _hash(BANK, "jobs", "status=done"))
+    assert browser_bank.facts_job in rows("jobs")
+    report = driver.find_element("css selector", f"tr[data-id='{browser_bank.facts_job}'] .job-result summary")
+    assert report.text == "2 facts stored, 1 rejected (speaker 1)"
+    report.click()  # each rejected fact is listed with its reason: never silently lost
+    assert "Daniel moved to Lisbon last spring." in driver.find_element("css selector", "ul.rejections li").text
     _open(driver, served.url + "/" + _hash(BANK, "jobs", "status=running"))
     assert driver.find_element("css selector", "p.empty").text == "No running jobs."
     assert _errors(driver) == []

@@ -48,6 +48,7 @@ class ExplorerBank:
     emma_id: str = ""
     failed_document: str = "import-3"
     failed_job: str = "job-failed-1"
+    facts_job: str = "job-facts-1"
 
 
 def build(path: Path) -> ExplorerBank:
@@ -90,6 +91,15 @@ def build(path: Path) -> ExplorerBank:
         claimed = hs.store.claim_job(utcnow(), owner=hs.lease.id)
         assert claimed is not None and claimed.id == out.failed_job
         hs.store.finish_job(out.failed_job, error="LLMError: the local model did not answer")
+        # A facts job that finished, with what its checks rejected (as the facts job reports it).
+        hs.store.enqueue_job(Job(id=out.facts_job, bank_id=BANK, kind="facts", payload={"document_id": "chat-1"},
+                                 created_at=utcnow(), run_after=utcnow()))
+        claimed = hs.store.claim_job(utcnow(), owner=hs.lease.id)
+        assert claimed is not None and claimed.id == out.facts_job
+        hs.store.finish_job(out.facts_job, result={
+            "facts": 2, "rejected": 1, "rejected_by_reason": {"speaker": 1}, "repointed": 0,
+            "rejections": [{"text": "Daniel moved to Lisbon last spring.", "sources": ["m1"], "reason": "speaker",
+                            "detail": "about Daniel, said by Emma"}]})
         other = hs.bank(OTHER_BANK)
         other.retain([{"speaker": "Bob", "text": "I keep bees in Oslo.", "id": "o:1"}], timestamp="2025-01-01",
                      document_id="bees", extract=False)
