@@ -107,7 +107,9 @@ def wire(
     retainer.commit_gate = gate.commit
     facts = FactJob(store, retainer, jobs.queue_follow_ups)
     observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts,
-                                     embedder.embed)
+                                     embedder.embed, first_evidence=settings.cara.observation_first_evidence,
+                                     new_evidence=settings.cara.observation_new_evidence)
+    jobs.plan_observations = observations.plan  # one queued job per entity, and only with enough new evidence
     # The opinion job writes to the store directly (one transaction per opinion), so those writes pass the gate too.
     opinion_store = cast(ReinforceStore, GatedWrites(store, gate, ["apply_opinion_update"]))
     reinforcer = OpinionReinforcer(opinion_store, index, gate.unless_closed(vectors.reindex), llm, settings.cara, owner)

@@ -146,7 +146,8 @@ def test_failing_job_is_retried_with_backoff_then_kept_as_failed(tmp_path: Path)
     with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([RuntimeError("model down")] * 10)) as hs:
         hs.worker.backoff_s = 0.05
         bank = hs.bank("b")
-        bank.retain(FACTS[:1], timestamp=T0, extract=False, background=True)
+        # Three messages: an entity's first observation waits for that much (observation_first_evidence).
+        bank.retain(FACTS, timestamp=T0, extract=False, background=True)
         assert bank.wait_idle(30)
         jobs = bank.jobs()
         assert jobs and all(j.status == JobStatus.FAILED for j in jobs)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from hindsight_core import Disposition, Hindsight
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.llm import LocalLLM
 from hindsight_core.models import JobStatus, Network
 
@@ -95,7 +96,9 @@ def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path,
 
 
 def test_observation_is_written_and_follows_new_facts(tmp_path: Path, qwen: LocalLLM) -> None:
-    with Hindsight.open(tmp_path / "m", llm=qwen) as hs:
+    # A new observation after every new message (the default waits for observation_new_evidence of them).
+    every_message = Settings(cara=CaraSettings(observation_new_evidence=1))
+    with Hindsight.open(tmp_path / "m", llm=qwen, settings=every_message) as hs:
         bank = hs.bank("coach")
         bank.retain(RUNNING, timestamp=T0, extract=False, background=True)
         assert bank.wait_idle(900)

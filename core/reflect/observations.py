@@ -1,8 +1,9 @@
-"""Observation network (paper section 3): preference-neutral summaries of what the facts say about an entity.
+"""Observation network (paper section 3): preference-neutral summaries of what the memories say about an entity.
 
-Observations are regenerated in the background when an entity's facts change. One structured LLM call
-turns the entity's facts (and, when there is one, its previous summary) into 2-4 objective sentences;
-the disposition plays no part here (observations are neutral, opinions are where the disposition acts).
+Observations are regenerated in the background when enough new evidence about an entity has come in. One
+structured LLM call turns the raw messages about the entity (with speaker and date), the facts drawn from them
+that the messages bear out, and (when there is one) its previous summary into 2-4 objective sentences; the
+disposition plays no part here (observations are neutral, opinions are where the disposition acts).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from ..llm.structured import astructured_call, clip, structured_call
 __all__ = [
     "MAX_FACTS",
     "MAX_FACT_CHARS",
+    "MAX_PROMPT_FACTS_BESIDE_MESSAGES",
     "MAX_PROMPT_FACT_CHARS",
+    "MAX_PROMPT_MESSAGE_CHARS",
     "SUMMARY_CHARS",
     "asummarize_entity",
     "build_summary_prompt",
@@ -34,6 +37,11 @@ MAX_FACT_CHARS = 300
 """Each fact is clipped to this many characters."""
 MAX_PROMPT_FACT_CHARS = 6000
 """Facts stop being added once their total length reaches this (about 1,500 tokens)."""
+MAX_PROMPT_MESSAGE_CHARS = 4500
+"""With messages, they take this much of the prompt and the facts beside them the rest of ``MAX_PROMPT_FACT_CHARS``
+(the prompt stays as long as it was with facts alone: its length is most of a summary call's time)."""
+MAX_PROMPT_FACTS_BESIDE_MESSAGES = 15
+"""At most this many facts go into a prompt that shows messages."""
 
 _MAX_TOKENS = 260  # 600 characters are ~150 tokens; the JSON wrapper and slack take the rest
 _PREVIOUS_CHARS = SUMMARY_CHARS + 200
@@ -52,16 +60,20 @@ class _SummaryOut(BaseModel):
         return "" if v is None else clip(v, SUMMARY_CHARS + 100) if isinstance(v, str) else v
 
 
-# The facts come newest first (the job sorts them so, and clipping drops the oldest): the conflict rule must say
-# "newer", not "later in the list". Each sentence is checked against the facts afterwards
-# (observation_support), so the rules ask for what that check keeps: stated details, no repeats.
-_SYSTEM = """You write a short, objective summary of what the facts say about one entity.
+# The messages and facts come newest first (the job sorts them so, and clipping drops the oldest): the conflict rule
+# must say "newer", not "later in the list". Each sentence is checked against the messages afterwards
+# (observation_support.check_grounded), so the rules ask for what that check keeps: whole sentences about the entity,
+# each person's own news kept to that person, stated details, no repeats.
+_SYSTEM = """You write a short, objective summary of what the messages and facts say about one entity.
 Rules:
-- 2-4 sentences, at most 600 characters; each sentence says something different.
-- Only what the facts state: no opinions, guesses, judgments, praise or advice.
-- Keep names, places, numbers and dates exactly as the facts give them; add none.
-- Facts are listed newest first; when facts conflict, the newer fact wins.
-- If a previous summary is given, update it with the facts and drop what they do not support."""
+- 2-4 sentences, at most 600 characters; each sentence is complete, ends with a period and says something different.
+- Write about the entity only: every sentence is about it or names it.
+- In a message, "I", "me" and "my" are its speaker and "you" is the person spoken to: never give one person's news,
+  pets, places or plans to another.
+- Only what the messages and facts state: no opinions, guesses, judgments, praise or advice.
+- Keep names, places, numbers and dates exactly as given; add none.
+- Newest first; when two conflict, the newer one wins.
+- If a previous summary is given, update it and drop what the messages and facts do not support."""
 
 
 def select_facts(
@@ -93,22 +105,35 @@ def select_facts(
 
 
 def build_summary_prompt(
-    entity: str, facts: Sequence[tuple[str, str]], previous: str | None = None
+    entity: str,
+    facts: Sequence[tuple[str, str]],
+    previous: str | None = None,
+    *,
+    messages: Sequence[tuple[str, str]] = (),
 ) -> list[ChatMessage]:
-    """The chat messages of one summary call (facts bounded by :func:`select_facts`)."""
+    """The chat messages of one summary call: the entity's ``messages`` (``(id, "[date] Speaker: text")``, bounded to
+    ``MAX_PROMPT_MESSAGE_CHARS``), then ``facts`` (bounded by :func:`select_facts`, more tightly beside messages)."""
     lines = [f"Entity: {clip(entity, 120)}"]
     if previous and previous.strip():
         lines.append(f"Previous summary: {clip(previous, _PREVIOUS_CHARS)}")
-    lines.append("Facts:")
-    lines.extend(f"- {fact}" for fact in select_facts(facts))
+    shown = select_facts(messages, max_chars=MAX_PROMPT_MESSAGE_CHARS)
+    if shown:
+        lines.append('Messages ("I" is the speaker):')
+        lines.extend(f"- {message}" for message in shown)
+    fact_lines = select_facts(facts, max_facts=MAX_PROMPT_FACTS_BESIDE_MESSAGES,
+                              max_chars=MAX_PROMPT_FACT_CHARS - sum(len(m) for m in shown)) if shown \
+        else select_facts(facts)
+    if fact_lines or not shown:
+        lines.append("Facts:")
+        lines.extend(f"- {fact}" for fact in fact_lines)
     lines.append("Answer with JSON: summary.")
     return [ChatMessage(role="system", content=_SYSTEM), ChatMessage(role="user", content="\n".join(lines))]
 
 
-def _check_inputs(entity: str, facts: Sequence[tuple[str, str]]) -> None:
+def _check_inputs(entity: str, facts: Sequence[tuple[str, str]], messages: Sequence[tuple[str, str]] = ()) -> None:
     if not entity or not entity.strip():
         raise ValueError("entity name is empty")
-    if not select_facts(facts):
+    if not select_facts(facts) and not select_facts(messages):
         raise ValueError(f"no facts to summarize for entity {entity!r}")
 
 
@@ -119,25 +144,40 @@ def _finish(out: _SummaryOut) -> str:
     return summary
 
 
-def summarize_entity(llm: LLM, entity: str, facts: list[tuple[str, str]], previous: str | None = None) -> str:
-    """A preference-neutral summary (2-4 sentences, at most 600 characters) of what ``facts`` say about ``entity``.
+def summarize_entity(
+    llm: LLM,
+    entity: str,
+    facts: Sequence[tuple[str, str]],
+    previous: str | None = None,
+    *,
+    messages: Sequence[tuple[str, str]] = (),
+) -> str:
+    """A preference-neutral summary (2-4 sentences, at most 600 characters) of what ``messages`` and ``facts`` say
+    about ``entity``.
 
-    ``facts`` are ``(memory_id, text)`` pairs, most informative first; only the first 40 (each clipped to
-    300 characters, about 6,000 characters in all) are shown to the model. ``previous`` is the entity's
-    current summary, updated rather than ignored. Raises ``ValueError`` when there are no facts (or no entity
-    name) and ``LLMError`` when the model answers malformed or empty twice.
+    ``messages`` are ``(unit_id, "[date] Speaker: text")`` pairs, the raw messages about the entity, newest first
+    (about 4,500 characters of them are shown); ``facts`` are ``(memory_id, text)`` pairs, most informative first
+    (the first 40, each clipped to 300 characters, about 6,000 characters in all; beside messages, 15 in what is
+    left of those 6,000). ``previous`` is the entity's current summary, updated rather than ignored. Raises
+    ``ValueError`` when there are neither facts nor messages (or no entity name) and ``LLMError`` when the model
+    answers malformed or empty twice.
     """
-    _check_inputs(entity, facts)
-    messages = build_summary_prompt(entity, facts, previous)
-    return structured_call(llm, messages, _SummaryOut, what="entity summary", max_tokens=_MAX_TOKENS, check=_finish)
+    _check_inputs(entity, facts, messages)
+    prompt = build_summary_prompt(entity, facts, previous, messages=messages)
+    return structured_call(llm, prompt, _SummaryOut, what="entity summary", max_tokens=_MAX_TOKENS, check=_finish)
 
 
 async def asummarize_entity(
-    llm: LLM, entity: str, facts: list[tuple[str, str]], previous: str | None = None
+    llm: LLM,
+    entity: str,
+    facts: Sequence[tuple[str, str]],
+    previous: str | None = None,
+    *,
+    messages: Sequence[tuple[str, str]] = (),
 ) -> str:
     """Async twin of :func:`summarize_entity`."""
-    _check_inputs(entity, facts)
-    messages = build_summary_prompt(entity, facts, previous)
+    _check_inputs(entity, facts, messages)
+    prompt = build_summary_prompt(entity, facts, previous, messages=messages)
     return await astructured_call(
-        llm, messages, _SummaryOut, what="entity summary", max_tokens=_MAX_TOKENS, check=_finish
+        llm, prompt, _SummaryOut, what="entity summary", max_tokens=_MAX_TOKENS, check=_finish
     )

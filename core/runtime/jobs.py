@@ -51,6 +51,9 @@ class JobScheduler:
         self.retainer = retainer
         self.reflector = reflector
         self.notify = notify
+        # (bank, entity ids) -> the observation jobs to queue; ``wire`` sets ``ObservationWriter.plan``.
+        self.plan_observations: Callable[[str, list[str]], list[Job]] = lambda bank_id, entity_ids: [
+            Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=OBSERVATIONS, payload={"entity_ids": entity_ids})]
         self.gate = gate or CommitGate()
 
     def _enqueue(self, job: Job) -> Job:
@@ -140,8 +143,7 @@ class JobScheduler:
             if entity is not None:
                 entity_ids.append(entity.id)
         if entity_ids:
-            jobs.append(Job(id=str(uuid.uuid4()), bank_id=result.bank_id, kind=OBSERVATIONS,
-                            payload={"entity_ids": entity_ids}))
+            jobs.extend(self.plan_observations(result.bank_id, entity_ids))
         if facts and store.units_in_network(result.bank_id, Network.OPINION, limit=1):
             jobs.append(Job(id=str(uuid.uuid4()), bank_id=result.bank_id, kind=OPINIONS,
                             payload={"unit_ids": [m.id for m in facts]}))
