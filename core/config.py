@@ -143,17 +143,6 @@ class CaraSettings(BaseModel):
         6, ge=1, description="new raw messages and facts about an entity since its observation was written (or "
                              "last tried) before it is written again"
     )
-    # Observation work is bounded (issue 36): a summary call per entity per retain was half of the background time
-    # of a 48-message chat. An entity gets its first observation once this much is said about it (one or two
-    # mentions are a film or a place in passing, not worth a model call), and a new one only after this much more;
-    # a queued observation job of an entity takes in whatever comes before it runs (one job per entity at a time).
-    observation_first_evidence: int = Field(
-        3, ge=1, description="raw messages and facts about an entity before its first observation is written"
-    )
-    observation_new_evidence: int = Field(
-        6, ge=1, description="new raw messages and facts about an entity since its observation was written (or "
-                             "last tried) before it is written again"
-    )
 
 
 class LeaseSettings(BaseModel):
