@@ -354,3 +354,67 @@ def test_clean_tokens_strips_bullets_possessives_and_chat_words() -> None:
     assert clean_tokens(["Congrats", "Mel", "!"], 0)[0] == ["Mel"]
     assert clean_tokens(["Last", "Fri"], 0)[0] == []
     assert clean_tokens(["Porto", "\n", "Zara"], 0)[0] == ["Porto"]
+
+
+# --------------------------------------------------------------------------------------------------
+# types are voted by the evidence of every mention (issue 36)
+# --------------------------------------------------------------------------------------------------
+def raw_facts(*lines: tuple[str, str]) -> list[ExtractedFact]:
+    """The raw extractor's facts (NER with its type evidence) of chat lines, as one retain sees them."""
+    from hindsight_core.extract.raw_extractor import RawExtractor
+    from hindsight_core.models import Message
+
+    return RawExtractor().extract([Message(speaker=s, text=t, id=f"m{i}") for i, (s, t) in enumerate(lines)],
+                                  document_time=T0)
+
+
+def entity_type(store: SQLiteGraphStore, name: str, bank: str = "b") -> EntityType:
+    found = store.find_entity(bank, name)
+    assert found is not None, name
+    return found.type
+
+
+def test_an_entity_type_follows_the_evidence_of_two_retains(store: SQLiteGraphStore) -> None:
+    resolver = EntityResolver(store)
+    commit(store, resolver, raw_facts(("Ana", "Alberobello was so pretty")), "r1")
+    assert entity_type(store, "Alberobello") == P  # the model's reading of one message: weak evidence
+    commit(store, resolver, raw_facts(("Ben", "We stayed in Alberobello for three nights")), "r2")
+    assert entity_type(store, "Alberobello") == L  # "in X" is a cue: it outweighs the label
+    commit(store, resolver, raw_facts(("Ana", "Alberobello was lovely")), "r3")
+    assert entity_type(store, "Alberobello") == L  # one more weak label does not undo it
+    assert entity_type(store, "Ana") == P and entity_type(store, "Ben") == P
+
+
+def test_type_votes_are_weighed_by_their_evidence(store: SQLiteGraphStore) -> None:
+    resolver = EntityResolver(store)
+
+    def said(name: str, etype: EntityType, evidence: float) -> ExtractedFact:
+        return ExtractedFact(text=name, occurred_start=T0, mentioned_at=T0,
+                             entities=[ExtractedEntity(name=name, type=etype, evidence=evidence)])
+
+    commit(store, resolver, [said("Iberia", L, 1.0), said("Iberia", L, 1.0)], "a")
+    assert entity_type(store, "Iberia") == L
+    commit(store, resolver, [said("Iberia", ORG, 3.0)], "b")  # "flew Iberia": a cue against two labels
+    assert entity_type(store, "Iberia") == ORG
+    commit(store, resolver, [said("iberia", EntityType.OTHER, 1.0)], "c")  # OTHER is no evidence
+    assert entity_type(store, "Iberia") == ORG
+    store.delete_units("b", ["b-0"])  # the evidence is forgotten with its unit: the vote follows
+    assert entity_type(store, "Iberia") == L
+    # Mentions record their evidence.
+    rows = store._con().execute("SELECT m.type, m.weight FROM mentions m JOIN entities e ON e.id = m.entity_id "
+                                "WHERE e.name = 'Iberia' ORDER BY m.unit_id").fetchall()
+    assert [tuple(r) for r in rows] == [("LOCATION", 1.0), ("LOCATION", 1.0), ("OTHER", 1.0)]
+
+
+def test_mentions_stored_before_type_evidence_keep_their_entity_type(tmp_path: Path) -> None:
+    """A v6 file's mentions have no evidence: they count for the type their entity had when new evidence came."""
+    store = SQLiteGraphStore(tmp_path / "g.sqlite")
+    store.create_bank(BankProfile(id="b", name="b"))
+    resolver = EntityResolver(store)
+    commit(store, resolver, [fact(("Porto", L)), fact(("Porto", L))], "old")
+    store._con().execute("UPDATE mentions SET type = NULL, weight = NULL")  # as an older version stored them
+    store._con().commit()
+    commit(store, resolver, [ExtractedFact(text="Porto", occurred_start=T0, mentioned_at=T0, entities=[
+        ExtractedEntity(name="Porto", type=ORG, evidence=1.5)])], "new")
+    assert entity_type(store, "Porto") == L  # two frozen votes of 1 against 1.5
+    assert store._con().execute("SELECT count(*) FROM mentions WHERE type IS NULL").fetchone()[0] == 0

@@ -203,3 +203,88 @@ def test_locomo_conv_26_names_hold_no_chat_words() -> None:
     for bad in NOT_IN_CONV_26:
         assert not any(bad.casefold() in n for n in lowered), (bad, sorted(found))
     assert found["Caroline"] == {P} and found["Melanie"] == {P} and found["Sweden"] == {L}
+
+
+# --------------------------------------------------------------------------------------------------
+# issue 36: full names of clubs and titles, names that are words, typos, brands and medicines
+# --------------------------------------------------------------------------------------------------
+def one(speaker: str, text: str) -> list[tuple[str, EntityType]]:
+    """NER of a single line (its own call), the speaker excluded."""
+    return names([(speaker, text)])[0]
+
+
+def test_a_club_keeps_its_full_name() -> None:
+    assert one("Ana", "Real Madrid won again last night, what a game") == [("Real Madrid", ORG)]
+    assert ("Real Madrid", ORG) in one("Ben", "did you see real madrid?? no, Real Madrid vs Barca on Sat")
+    found = one("Ben", "Watching Man City at the pub, then the Spurs game")
+    assert ("Man City", ORG) in found and ("Spurs", ORG) in found
+    assert not any(n in ("Madrid", "City") for n, _ in found)
+
+
+def test_a_title_is_not_cut_short() -> None:
+    assert one("Tasha", "we watched Get Out last night, so creepy") == [("Get Out", PR)]
+    assert one("Tasha", "I've never seen Get Out") == [("Get Out", PR)]
+    assert one("Callum", "did you finish Normal People?") == [("Normal People", PR)]
+
+
+@pytest.mark.parametrize(("text", "name"), [
+    ("Mark said he'd come to the party", "Mark"),
+    ("Mark is coming too", "Mark"),
+    ("I met Rose at the gym", "Rose"),
+    ("Rose has good taste", "Rose"),
+    ("Will and I went to the cinema", "Will"),
+    ("Will reckons Arsenal have no chance", "Will"),
+    ("Bring Will too, he owes me a pint", "Will"),
+    ("ya and Will came too", "Will"),
+])
+def test_names_that_are_words_are_people_where_used_as_names(text: str, name: str) -> None:
+    assert (name, P) in one("Jess", text), (text, one("Jess", text))
+
+
+@pytest.mark.parametrize("text", [
+    "mark my words, it will rain", "Mark my words, it will rain", "Mark it down, we need it",
+    "he bought her a rose for valentines", "I will call you later", "Will do haha", "Will you come? Will be fun",
+    "See you soon", "Sounds great, See you",
+])
+def test_names_that_are_words_are_not_names_where_used_as_words(text: str) -> None:
+    assert one("Jess", text) == [], (text, one("Jess", text))
+
+
+def test_a_call_that_names_will_still_reads_will_do_as_a_verb() -> None:
+    found = names([("Jess", "Will says that every year lol"), ("Kieran", "Will do haha")])
+    assert found[0] == [("Will", P)] and found[1] == []
+
+
+def test_a_typo_of_a_function_word_is_not_a_name() -> None:
+    assert one("Ben", "Amd then we went home lol") == []
+    assert one("Ben", "Thw shop was shut") == []
+    assert ("AMD", ORG) in one("Ben", "my new laptop has an AMD chip")  # the company, in capitals
+
+
+def test_medicines_are_products_in_any_case() -> None:
+    assert one("Sam", "Have you taken anything? acetaminophen helps me") == [("acetaminophen", PR)]
+    assert set(one("Lena", "Took some ibuprofen this morning, and a Lemsip")) == {("ibuprofen", PR), ("Lemsip", PR)}
+
+
+def test_well_known_brands_are_typed_by_what_they_are() -> None:
+    assert one("Nina", "Iberia lost my suitcase again") == [("Iberia", ORG)]
+    assert set(one("Nina", "Flights booked!! Ryanair via Madrid to Bari")) == {
+        ("Ryanair", ORG), ("Madrid", L), ("Bari", L)}
+    assert one("Kofi", "iPhone 15 or the Pixel 8?") == [("iPhone 15", PR), ("Pixel 8", PR)]
+    assert one("Max", "he drove us in his new Tesla") == [("Tesla", PR)]  # a car of the brand
+    assert one("Max", "since he started at Tesla lol") == [("Tesla", ORG)]
+
+
+def test_a_town_outside_the_gazetteer_is_a_place_by_its_cue() -> None:
+    found = names([("Ana", "Alberobello was so pretty"), ("Ben", "we stayed in Alberobello for a week")])
+    assert found == [[("Alberobello", L)], [("Alberobello", L)]]
+
+
+def test_mentions_carry_the_strength_of_their_type_evidence() -> None:
+    from hindsight_core.extract.base import EVIDENCE
+
+    found = EntityRecognizer().recognize(["Ana: Tunde is here", "Ana: my dog Pepper", "Ana: Ryanair again"],
+                                         ["Ana"])
+    strength = {e.name: e.evidence for ents in found for e in ents}
+    assert strength == {"Ana": EVIDENCE["speaker"], "Tunde": EVIDENCE["guess"], "Pepper": EVIDENCE["cue"],
+                        "Ryanair": EVIDENCE["cue"]}

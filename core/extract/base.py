@@ -22,6 +22,14 @@ class ExtractedEntity(BaseModel):
 
     name: str
     type: EntityType = EntityType.OTHER
+    # How strongly the text supports ``type``: the stored entity's type is the one its mentions' evidence supports
+    # most (``stores.records.voted_type``). 1 is a model's label (an LLM's, spaCy's); see ``EVIDENCE`` for the rest.
+    evidence: float = 1.0
+
+
+EVIDENCE = {"speaker": 4.0, "cue": 3.0, "label": 1.0, "guess": 0.5}
+"""Type evidence of a mention by source: a conversation's speaker (a person), a cue in the context or a gazetteer
+("my dog Pepper", "in Porto", "Ryanair"), the model's label, and capitalisation alone (a guess)."""
 
 
 class CausalRelation(BaseModel):

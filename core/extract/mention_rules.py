@@ -39,10 +39,12 @@ from ..text.names import normalise_name, short_form_relatives
 from .common_words import in_dictionary, is_common_word, is_dictionary_name, is_plain_word, is_proper_word
 
 __all__ = ["BULLET", "IMPERATIVES", "PERSON_TITLES", "SENTENCE_END", "Candidate", "clean_tokens", "cue_type",
-           "drop_reason", "lower_case_name", "nationality_words", "not_name_words", "place_names"]
+           "drop_reason", "known_acronym", "known_first_words", "known_name", "lower_case_name", "medicine_name",
+           "nationality_words", "not_name_words", "person_use", "place_names", "title_verb"]
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "not_names.json"
 _PLACES = Path(__file__).resolve().parent.parent / "data" / "places.json"
+_KNOWN = Path(__file__).resolve().parent.parent / "data" / "known_names.json"
 # Words stripped from either end of a span ("Congrats Mel", "ya, Melanie", "Zara btw"); terms of address are
 # not stripped ("Uncle Ray" is a name) and only drop a mention made of them alone ("Mum").
 _STRIP_KINDS = ("interjections", "chat_spellings", "discourse", "time_words", "generic")
@@ -94,7 +96,9 @@ _EVENT_SUFFIXES = frozenset(
 _PERSON_VERBS = frozenset(
     """says said say thinks thought loves loved likes liked wants wanted swears swore asked asks told tells texted
     messaged called calls knows knew feels felt makes made cooks cooked lives lived works worked
-    reckons agrees agreed laughed cried smiled hates hated misses missed""".split()
+    reckons agrees agreed laughed cried smiled hates hated misses missed shares drops owes needs texts rings
+    reckoned promised promises bakes sings writes drives plays studies teaches visits joins hosts owns reckon
+    goes comes gets keeps brings sends buys pays helps picks replied replies""".split()
 )
 # What a person has ("Becca's wedding", "Dan's mum"): a name before "'s" and one of these is a person.
 _PERSON_POSSESSIONS = _PERSON_CUES | frozenset(
@@ -118,6 +122,52 @@ _PLACE_PREPOSITIONS = frozenset({"in", "near", "around", "across", "outside", "v
 _MOTION = frozenset({"go", "going", "went", "gone", "trip", "flight", "flights", "fly", "flying", "flew", "move",
                      "moving", "moved", "drive", "driving", "drove", "travel", "travelling", "traveling",
                      "holiday", "vacation", "road", "train", "back", "way"})
+# Verbs that take a person as their object ("tell Priti", "met Rose"): the name after them is someone.
+_PERSON_OBJECT_VERBS = frozenset(
+    """tell ask text thank remind invite hug kiss told asked texted thanked reminded invited hugged kissed met meet
+    meeting marry married dating""".split()
+)
+# Verbs before a work's title ("watching Get Out", "finished Normal People", "reading Circe").
+_TITLE_VERBS = frozenset(
+    """watch watching watched rewatch rewatching rewatched binge binged bingeing binging read reading reread rereading
+    finish finished finishing""".split()
+)
+# Before a work's title of two or more words ("never seen Get Out"); a single word after them is often a person.
+_TITLE_VERBS_MULTI = frozenset({"seen", "saw", "see"})
+# After a team's name: "the Spurs game", "Arsenal fans".
+_TEAM_WORDS = frozenset({"game", "games", "match", "fans", "fan", "shirt", "kit", "season", "manager", "squad"})
+# Irregular past forms a person is the subject of ("Will came too", "Mark got tickets").
+_PAST = frozenset(
+    """said came went got told made took gave saw thought knew felt left brought bought sent met ran won lost found
+    had was did wrote drove flew sang spoke kept paid sold""".split()
+)
+# What follows "is"/"was" after a person's name ("Mark is coming", "Will is a keeper").
+_AFTER_IS = frozenset(
+    """coming going here there back home at in on with always still really being getting doing off out away
+    driving bringing""".split()
+)
+# Object pronouns after a given name that is also a verb make it the verb ("See you soon", "Mark it").
+_OBJECT_PRONOUNS = frozenset({"you", "u", "ya", "me", "him", "her", "them", "it", "us", "yourself"})
+# Words "will" is followed by as a verb ("Will do", "Will you ...?"): never a person's.
+_MODAL_NEXT = frozenset(
+    """do be you i we they he she it have get go try ask let see send bring call text check message make need
+    there that this probably definitely def prob""".split()
+)
+# Frequent short function words a sentence starts with, for typos ("Amd" for "And", "Thw" for "The").
+_FUNCTION_WORDS = frozenset(
+    """and the but for not now yes was are you she how why who what that this then than with just when they have
+    our also so""".split()
+)
+_KEYBOARD = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
+# Before a brand, words that make it a thing someone has ("his new Tesla", "a Lemsip"), and words that may follow
+# such a thing at the end of a clause ("a Tesla now", not "my Yamaha keyboard").
+_OWNED = frozenset({"a", "an", "my", "his", "her", "your", "our", "their", "new"})
+# Verbs that agree with one name ("Boots has the strong ones"), not with a plural noun.
+_SINGULAR_VERBS = frozenset({"has", "is", "was", "does", "sells", "says", "makes", "do", "did"})
+# "get the Snoo", "bought a Dyson": a thing.
+_BUY_VERBS = frozenset({"get", "got", "buy", "bought", "order", "ordered", "buying", "getting", "ordering"})
+_AFTER_OBJECT = frozenset({"now", "too", "though", "tho", "and", "or", "is", "was", "yet", "lol", "today", "again",
+                           "since", "so", "but", "which", "that", "this", "yesterday", "haha"})
 
 
 @lru_cache(maxsize=1)
@@ -143,6 +193,53 @@ def place_names() -> frozenset[str]:
 def nationality_words() -> frozenset[str]:
     """Keys of the nationality, language and faith words of ``data/places.json`` ("thai", "sri lankan")."""
     return _places()["nationalities"]
+
+
+@lru_cache(maxsize=1)
+def _known() -> tuple[dict[str, EntityType], frozenset[str], frozenset[str]]:
+    data = json.loads(_KNOWN.read_text(encoding="utf-8"))
+    known: dict[str, EntityType] = {}
+    acronyms: set[str] = set()
+    for kind, etype in (("products", EntityType.PRODUCT), ("organisations", EntityType.ORGANIZATION)):
+        for name in data[kind]:
+            if key := normalise_name(name):
+                known.setdefault(key, etype)
+                if name.isupper() and " " not in name:
+                    acronyms.add(key)
+    medicines = frozenset(normalise_name(n) for n in data["medicines"])
+    return known, medicines, frozenset(acronyms)
+
+
+def known_name(key: str, written: str = "") -> EntityType | None:
+    """The type of a well-known organisation or product of ``data/known_names.json`` ("ryanair", "real madrid",
+    "airpods"), by key; None for any other name. An acronym of the list ("AMD", "EE") is known only when
+    ``written`` in capitals (not "Amd", a typo of "And")."""
+    known, medicines, acronyms = _known()
+    if key in medicines:
+        return EntityType.PRODUCT
+    if key in acronyms and not (written.isupper() and len(written) == len(key)):
+        return None
+    return known.get(key)
+
+
+@lru_cache(maxsize=1)
+def known_first_words() -> frozenset[str]:
+    """The first words of the known names and medicines, lower-cased as written and as keys: a quick test of
+    whether a token can start one."""
+    data = json.loads(_KNOWN.read_text(encoding="utf-8"))
+    names = [n for kind in ("organisations", "products", "medicines") for n in data[kind]]
+    firsts = [n.split()[0].lower() for n in names] + [(normalise_name(n).split() or [""])[0] for n in names]
+    return frozenset(w for f in firsts for w in (f, re.split(r"[^\w]", f)[0]) if w)  # "co" of "Co-op"
+
+
+def known_acronym(key: str) -> bool:
+    """Whether ``key`` is one of the list's names written in capitals ("ee", "bt", "nhs")."""
+    return key in _known()[2]
+
+
+def medicine_name(word: str) -> bool:
+    """Whether ``word`` (any case) is a medicine's generic name: a product even in lower case ("acetaminophen")."""
+    return normalise_name(word) in _known()[1]
 
 
 @lru_cache(maxsize=1)
@@ -207,6 +304,8 @@ class Candidate:
     lower_name: bool = False  # a name written in lower case in an all-lower-case message ("w ollie")
     title: bool = False  # a double-quoted title-case name: a work ("The Lord of the Rings")
     opened: bool = False  # a sentence starts with the chat words cleaned off it ("Good Luck" -> "Luck")
+    known: EntityType | None = None  # a well-known organisation or product (``known_name``)
+    next_word: str = ""  # the lower-cased token right after it (punctuation included), "" at the end
 
     @property
     def name(self) -> str:
@@ -284,6 +383,90 @@ def lower_case_name(word: str) -> EntityType | None:
     return None
 
 
+def _person_verb(after: Sequence[str]) -> bool:
+    """Whether the words after a name make it the subject of what a person does: "says", "reckons", "came",
+    "is coming", "is a keeper", "has a Tesla", "and I"."""
+    if not after:
+        return False
+    word = after[0]
+    nxt = after[1] if len(after) > 1 else ""
+    if word in _PERSON_VERBS or word in _PAST or word in ("has", "had"):
+        return True
+    if word in ("is", "was", "'s"):
+        return nxt in _AFTER_IS or (len(nxt) > 4 and nxt.endswith("ing"))
+    if word == "and":
+        return nxt in ("i", "me")
+    return len(word) > 4 and word.endswith("ed") and word.isalpha() and word not in ("need", "speed", "seed")
+
+
+def person_use(c: Candidate) -> bool:
+    """Whether a given name that is also a word ("Mark", "Rose", "Will") is used as a name here: it does what a
+    person does ("Mark said", "Will is bringing soup", "Rose and I"), or, away from a sentence start, stands
+    capitalised after a verb that takes a person ("Bring Will", "met Rose") or anywhere but before what follows
+    the verb "will" ("ok Will do")."""
+    alpha = [w for w in c.words if any(ch.isalpha() for ch in w)]
+    if len(alpha) != 1 or not alpha[0][:1].isupper() or (alpha[0].isupper() and len(alpha[0]) > 1):
+        return False
+    word = alpha[0].casefold()
+    if not short_form_relatives(word):
+        return False
+    after = c.after
+    if after[:1] == ["'s"]:
+        return len(after) > 1 and after[1] in _PERSON_POSSESSIONS
+    if _person_verb(after):
+        return True
+    if c.initial:
+        return False
+    return not _word_use(c)
+
+
+def title_verb(word: str) -> bool:
+    """Whether ``word`` (lower case) comes before a work's title ("watching", "finished", "seen")."""
+    return word in _TITLE_VERBS or word in _TITLE_VERBS_MULTI
+
+
+def _word_use(c: Candidate) -> bool:
+    """Whether a given name that is also a word is used as the word: "Will do", "Will you ...?" anywhere, or a
+    verb before a determiner at a sentence start ("Mark my words")."""
+    alpha = [w for w in c.words if any(ch.isalpha() for ch in w)]
+    if len(alpha) != 1 or not short_form_relatives(alpha[0].casefold()) or not is_common_word(alpha[0].casefold()):
+        return False
+    word, nxt = alpha[0].casefold(), c.next_word
+    if word == "will" and nxt in _MODAL_NEXT:
+        return True
+    if nxt in _OBJECT_PRONOUNS:
+        return True  # "See you soon", "Mark it down"
+    return c.initial and nxt in _DETERMINERS and nxt not in ("a", "an")  # "Mark my words"
+
+
+def _typo_of_function_word(word: str) -> bool:
+    """Whether ``word`` (lower case) is a frequent function word with one key hit beside the right one, or two
+    letters swapped ("amd" for "and", "thw" for "the", "teh")."""
+    for target in _FUNCTION_WORDS:
+        if len(target) != len(word) or target == word:
+            continue
+        diff = [i for i in range(len(word)) if word[i] != target[i]]
+        if len(diff) == 1 and _adjacent_keys(word[diff[0]], target[diff[0]]):
+            return True
+        if len(diff) == 2 and diff[1] == diff[0] + 1 and word[diff[0]] == target[diff[1]] and (
+            word[diff[1]] == target[diff[0]]
+        ):
+            return True
+    return False
+
+
+def _adjacent_keys(a: str, b: str) -> bool:
+    for r, row in enumerate(_KEYBOARD):
+        if a in row:
+            i = row.index(a)
+            near = {row[j] for j in (i - 1, i + 1) if 0 <= j < len(row)}
+            for other in (r - 1, r + 1):
+                if 0 <= other < len(_KEYBOARD):
+                    near.update(_KEYBOARD[other][max(0, i - 1) : i + 2])
+            return b in near
+    return False
+
+
 def drop_reason(c: Candidate, known: set[str], key: str, recurring: frozenset[str] = frozenset()) -> str | None:
     """Why a candidate is not a name, or None to keep it. ``known``: keys of names known in this call
     (speakers, and names seen capitalised away from a sentence start); ``key`` is the candidate's key;
@@ -294,6 +477,8 @@ def drop_reason(c: Candidate, known: set[str], key: str, recurring: frozenset[st
     never = _never_alone()
     if all(w in never or not any(ch.isalpha() for ch in w) or _chat_word(w, never) for w in lowered):
         return "chat, time or address word"
+    if _word_use(c):
+        return "a word, not a name"  # "Will do", "Mark my words", even where the call names a Will or a Mark
     if key in known:
         return None
     if not c.lower_name and not any(_capitalised(w) for w in c.words):
@@ -302,6 +487,25 @@ def drop_reason(c: Candidate, known: set[str], key: str, recurring: frozenset[st
         return "after a quantity"
     alpha = [w for w in c.words if any(ch.isalpha() for ch in w)]
     folded = [w.casefold() for w in alpha]
+    if c.initial and len(alpha) == 1 and not alpha[0].isupper() and not short_form_relatives(folded[0]) and (
+        c.known is None and not is_common_word(folded[0]) and not in_dictionary(folded[0])
+        and _typo_of_function_word(folded[0])
+    ):
+        return "typo of a function word"  # "Amd now I can't smell anything"
+    if c.known is not None and (
+        not (len(alpha) == 1 and is_common_word(folded[0])) or known_acronym(key) or len(c.words) > len(alpha)
+        or any(ch.isupper() for ch in alpha[0][1:]) or (c.after[:1] and c.after[0] in _SINGULAR_VERBS)
+    ):
+        # "Ryanair", "Real Madrid", "AirPods", "EE", "iPhone 15": well-known names that are not common words, or
+        # are written as the name is; "Boots has": a common word that a verb takes as one name
+        return None
+    if person_use(c):
+        return None  # "Mark said he'd come", "Will and I went", "Bring Will too"
+    if c.before and not c.initial and all(w[:1].isupper() for w in alpha) and (
+        (c.before[-1] in _TITLE_VERBS and (len(alpha) > 1 or not is_common_word(folded[0])))
+        or (c.before[-1] in _TITLE_VERBS_MULTI and len(alpha) > 1 and not short_form_relatives(folded[0]))
+    ):
+        return None  # "watching Get Out", "did you finish Normal People"
     # The model's "Aria Rose", "Will Smith", "Spider-Man" are names: several words, all capitalised, one of them a
     # given name or a name that is not a common word, or joined by a hyphen (not "Sprint Review", "Quick Q").
     named = c.etype is not None and len(alpha) > 1 and all(w[:1].isupper() for w in alpha) and ("-" in c.words or any(
@@ -364,6 +568,12 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
     if after[:2] in (["and", "i"], ["and", "me"]) or before[-2:] in (["looking", "after"], ["look", "after"],
                                                                      ["looked", "after"], ["looks", "after"]):
         return EntityType.PERSON  # "Pepper and I", "looking after Pepper": someone, not something
+    if c.known is not None and not (len(lowered) == 1 and short_form_relatives(lowered[0])):  # not "Zara" (Rose)
+        if c.known == EntityType.ORGANIZATION and before and before[-1] in _OWNED and (
+            not after or after[0] in _AFTER_OBJECT
+        ):
+            return EntityType.PRODUCT  # "his new Tesla", "a Lemsip": a thing of the brand, not the company
+        return c.known  # "Iberia", "Real Madrid", "Man City", "Netflix", "AirPods"
     # The name's own last word: "Fenwick Lane", "Halcyon Labs", "Manchester Marathon".
     if len(lowered) > 1 and lowered[-1] in _EVENT_SUFFIXES:
         return EntityType.CONCEPT
@@ -374,8 +584,20 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
     if key in nationality_words():
         return EntityType.CONCEPT  # "Thai", "Portuguese": a people or a language, never a person
     given = bool(short_form_relatives(normalise_name(lowered[0])))  # "near Ed Sheeran's flat": a person
-    if given and after and after[0] in _PERSON_VERBS:
-        return EntityType.PERSON  # "Florence says hi": a given name that does what people do
+    if before and before[-1] in _PERSON_OBJECT_VERBS:
+        return EntityType.PERSON  # "tell Priti", "met Rose"
+    if after and after[0] in _TEAM_WORDS and not given:
+        return EntityType.ORGANIZATION  # "the Spurs game", "Liverpool fans", "NBA games"
+    if before and not given and (
+        (before[-1] in _TITLE_VERBS and (len(lowered) > 1 or c.etype != EntityType.PERSON))
+        or (before[-1] in _TITLE_VERBS_MULTI and len(lowered) > 1)
+    ):
+        # "watch Bake Off", "finished Normal People", "never seen Get Out"; not "watching LeBron"
+        return EntityType.PRODUCT
+    if len(before) >= 2 and before[-2] in _BUY_VERBS and before[-1] in ("the", "a", "an") and not given:
+        return EntityType.PRODUCT  # "get the Snoo", "bought a Dyson"
+    if given and _person_verb(after):
+        return EntityType.PERSON  # "Florence says hi", "Mark is coming": a given name that does what people do
     if key in place_names() and not (given and c.etype == EntityType.PERSON) and not (
         len(lowered) == 1 and in_dictionary(lowered[0])
     ):  # "Glasgow", "Portugal", "Somerset"; not "Florence" when the model reads a person, nor "Reading"
@@ -386,10 +608,12 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
         return EntityType.PERSON  # a given name of the nickname tables ("Freddie"), not a company
     placed = bool(before) and (before[-1] in _PLACE_PREPOSITIONS or (
         before[-1] == "to" and len(before) >= 2 and before[-2] in _MOTION))
-    if c.etype in (EntityType.PERSON, EntityType.ORGANIZATION, None) and placed and not given:
+    if c.etype in (EntityType.PERSON, EntityType.ORGANIZATION, EntityType.LOCATION, None) and placed and not given:
         return EntityType.LOCATION
     if after and after[0] in _ORG_SUFFIXES and after[0] not in ("co", "group") and not given:
         return EntityType.ORGANIZATION  # "the Old Vic pub", "Foyles cafe", "the Livraria Lello bookshop"
+    if after and after[0] in ("flight", "flights", "airline") and not given:
+        return EntityType.ORGANIZATION  # "my Vueling flight"
     if after and after[0] == "near" and not given:
         return EntityType.LOCATION  # "Headingley, near the cricket ground"
     at = before[-2:] == ["at", "the"] or (bool(before) and before[-1] == "at")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..models import EntityType
 from ..text.names import normalise_name, short_form_relatives
-from .base import ExtractedEntity
+from .base import EVIDENCE, ExtractedEntity
 from .common_words import is_common_word
 from .mention_rules import (
     BULLET,
@@ -23,8 +23,12 @@ from .mention_rules import (
     clean_tokens,
     cue_type,
     drop_reason,
+    known_first_words,
+    known_name,
     lower_case_name,
+    medicine_name,
     not_name_words,
+    title_verb,
 )
 
 log = logging.getLogger(__name__)
@@ -150,7 +154,8 @@ def _sentence_initial(doc: Any, index: int) -> bool:
     return bool(prev.text and all(c in SENTENCE_END or c in "!?." for c in prev.text))
 
 
-_CONNECTORS = frozenset({"&", "of", "de", "do", "da", "del", "la", "le", "von", "van", "and"})
+_CONNECTORS = frozenset({"&", "of", "de", "do", "da", "del", "la", "le", "von", "van", "and", "di", "al", "sur", "upon",
+                         "am"})
 _TITLE_WORDS = frozenset({"the", "a", "an", "with", "in", "on", "for", "to", "at", "by", "from", "or", "of", "and",
                           "into", "upon", "without"})
 _QUOTES = frozenset({'"', "“", "”", "'", "‘", "’"})
@@ -200,6 +205,56 @@ def _quoted_titles(doc: Any) -> list[tuple[int, int]]:
         ) and not all(t.lower_ in _STOP_WORDS or t.lower_ in never for t in caps):
             out.append((i + 1, j))
         i = j + 1 if j < n and doc[j].text in _DOUBLE_QUOTES else i + 1
+    return out
+
+
+_MODEL_WORDS = frozenset({"pro", "max", "plus", "ultra", "mini", "air", "lite", "se", "xl"})
+
+
+def _known_spans(doc: Any) -> list[tuple[int, int, EntityType]]:
+    """Token ranges of well-known names (``known_name``) the model tends to cut or miss: names of two or more
+    words written capitalised ("Real Madrid", "Sky Sports", "Pets at Home"), brands spelt with an inner capital
+    ("iPhone", "easyJet"), a product with its model number ("Pixel 8", "iPhone 15 Pro"), and medicines in any
+    case ("acetaminophen")."""
+    out: list[tuple[int, int, EntityType]] = []
+    starts = known_first_words()
+    i, n = 0, len(doc)
+    while i < n:
+        if doc[i].lower_ not in starts:
+            i += 1
+            continue
+        found = None
+        for size in (4, 3, 2, 1):
+            j = i + size
+            if j > n or any("\n" in t.text or t.is_space for t in doc[i:j]):
+                continue
+            words = [t.text for t in doc[i:j]]
+            etype = known_name(normalise_name(doc[i:j].text), doc[i:j].text)
+            if etype is None:
+                continue
+            first = words[0]
+            inner = first[:1].islower() and any(ch.isupper() for ch in first[1:])
+            if size == 1 and not inner and not medicine_name(first):
+                if etype != EntityType.PRODUCT or not first[:1].isupper():
+                    continue
+            elif not medicine_name(first) and not all(
+                w[:1].isupper() or w[:1].isdigit() or w.lower() in _CONNECTORS or w.lower() in ("at", "a", "to", "+")
+                or any(ch.isupper() for ch in w) for w in words
+            ):
+                continue
+            found = (j, etype)
+            break
+        if found is None:
+            i += 1
+            continue
+        j, etype = found
+        if etype == EntityType.PRODUCT and j < n and re.fullmatch(r"[A-Za-z]?\d{1,4}[A-Za-z]?", doc[j].text):
+            j += 1  # "Pixel 8", "iPhone 15"
+            while j < n and doc[j].lower_ in _MODEL_WORDS:
+                j += 1
+        if j - i > 1 or found[0] != j or not doc[i].text[:1].isupper() or medicine_name(doc[i].text):
+            out.append((i, j, etype))
+        i = j
     return out
 
 
@@ -284,7 +339,8 @@ def _candidate(doc: Any, start: int, end: int, etype: EntityType | None,
             initial = False
         while words and words[0] in ("'s", "’s"):
             words, first = words[1:], first + 1
-    elif not title:  # "K. Tell Sanjay": an imperative before a name is the sentence's wherever it stands
+    elif not title and not (first > 0 and title_verb(doc[first - 1].lower_)):
+        # "K. Tell Sanjay": an imperative before a name is the sentence's wherever it stands (not "seen Get Out")
         while len(words) > 1 and words[0].casefold() in IMPERATIVES and words[1][:1].isupper():
             words, first = words[1:], first + 1
     key = normalise_name(" ".join(words)) if words else ""
@@ -294,7 +350,9 @@ def _candidate(doc: Any, start: int, end: int, etype: EntityType | None,
     after = [t.lower_ for t in doc[end : end + 3] if not t.is_space and not t.is_punct][:2]
     if end > start and doc[end - 1].text in ("'s", "’s"):
         after = ["'s", *after[:1]]  # the model's span held the possessive: "Mochi's" + "vet"
-    return key, Candidate(words, etype, first, initial, before, after, opened=opened)
+    written = " ".join(words)
+    return key, Candidate(words, etype, first, initial, before, after, opened=opened, known=known_name(key, written),
+                          lower_name=medicine_name(written), next_word=doc[end].lower_ if end < len(doc) else "")
 
 
 def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]:
@@ -307,6 +365,13 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
         if (found := _candidate(doc, a, b, EntityType.PRODUCT, title=True)) is not None:
             found[1].title = True
             out.append((a, *found))
+    for a, b, known in _known_spans(doc):  # "Real Madrid", "Pixel 8", "acetaminophen": one name, as it is known
+        if any(i in covered for i in range(a, b)):
+            continue
+        covered.update(range(a, b))
+        if (found := _candidate(doc, a, b, known, title=True)) is not None:
+            found[1].known = known
+            out.append((a, *found))
     for ent in doc.ents:
         if any(i in covered for i in range(ent.start, ent.end)) and ent.label_ in _LABELS:
             continue
@@ -317,8 +382,9 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
         end = _possessive_end(doc, ent.end)
         covered.update(range(ent.start, end))
         quoted = ent.start > 0 and end < len(doc) and doc[ent.start - 1].text in _QUOTES and doc[end].text in _QUOTES
-        for a, b in _segments(doc, ent.start, end, title=ent.label_ == "WORK_OF_ART" or quoted):
-            if (found := _candidate(doc, a, b, etype)) is not None:
+        work = ent.label_ == "WORK_OF_ART" or quoted
+        for a, b in _segments(doc, ent.start, end, title=work):
+            if (found := _candidate(doc, a, b, etype, title=work and b - a > 1)) is not None:
                 out.append((a, *found))
     for a, b in _capitalised_runs(doc):
         if any(i in covered for i in range(a, b)):
@@ -380,7 +446,7 @@ def _decide(found: list[list[tuple[str, Candidate]]], spoken: dict[str, str]) ->
     with_firsts = known | set(firsts)
     kept = [[(k, c) for k, c in cands if drop_reason(
         c, with_firsts if c.words[0][:1].isupper() else known, k, recurring) is None] for cands in found]
-    types, forms = _types(kept, spoken, firsts)
+    types, forms, evidence = _types(kept, spoken, firsts)
     display: dict[str, str] = {}
     for key, counts in forms.items():
         options = {**counts}
@@ -392,7 +458,7 @@ def _decide(found: list[list[tuple[str, Candidate]]], spoken: dict[str, str]) ->
         seen: dict[str, ExtractedEntity] = {}
         for key, _c in cands:
             if key not in seen:
-                seen[key] = ExtractedEntity(name=display[key][:200], type=types[key])
+                seen[key] = ExtractedEntity(name=display[key][:200], type=types[key], evidence=evidence[key])
         out.append(list(seen.values()))
     return out
 
@@ -434,27 +500,34 @@ def _leading_words(found: list[list[tuple[str, Candidate]]], known: set[str],
 
 def _types(
     kept: list[list[tuple[str, Candidate]]], spoken: dict[str, str], firsts: dict[str, str]
-) -> tuple[dict[str, EntityType], dict[str, Counter[str]]]:
-    """Each kept name's type (a cue counts three times a model label) and the forms it was written in."""
+) -> tuple[dict[str, EntityType], dict[str, Counter[str]], dict[str, float]]:
+    """Each kept name's type (a cue counts three times a model label), the forms it was written in, and how
+    strong the evidence for the type is (``EVIDENCE``: a speaker, a cue, the model's label, or a guess)."""
     votes: dict[str, Counter[EntityType]] = {}
     forms: dict[str, Counter[str]] = {}
     speaker_keys = set(spoken)
     cued: set[str] = set()
+    cue_types: dict[str, set[EntityType]] = {}
     for cands in kept:
         for key, c in cands:
             cue = cue_type(c, key, speaker_keys)
             tally = votes.setdefault(key, Counter())
             if cue is not None:
                 tally[cue] += 3
-                cued.add(key)
+                cue_types.setdefault(key, set()).add(cue)
+                if cue != c.known:  # a well-known brand's name may still be the person "Zara Rose" leads to
+                    cued.add(key)
             elif c.etype is not None:
                 tally[c.etype] += 1
             forms.setdefault(key, Counter())[c.name] += 1
     types = {k: _winner(k, v) if v else _uncued(k, forms.get(k)) for k, v in votes.items()}
+    evidence = {k: EVIDENCE["speaker"] if k in speaker_keys else EVIDENCE["cue"] if types[k] in cue_types.get(k, ())
+                else EVIDENCE["label"] if v else EVIDENCE["guess"] for k, v in votes.items()}
     for key in types.keys() & firsts.keys():  # "Ok Daunt it is" after "Daunt Books": the same organisation
         if key not in cued and firsts[key] in types:
             types[key] = types[firsts[key]]
-    return types, forms
+            evidence[key] = min(evidence[firsts[key]], EVIDENCE["label"])
+    return types, forms, evidence
 
 
 def _uncued(key: str, seen: Counter[str] | None) -> EntityType:

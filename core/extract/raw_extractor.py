@@ -18,7 +18,7 @@ from typing import TypeVar
 from ..models import EntityType, Message, Network
 from ..temporal import statement_time
 from ..text.passages import message_sources
-from .base import ExtractedEntity, ExtractedFact
+from .base import EVIDENCE, ExtractedEntity, ExtractedFact
 from .ner import EntityRecognizer
 
 # Chat roles are not people: they never become entities, and "assistant" marks the agent's own words.
@@ -133,7 +133,7 @@ class RawExtractor:
             for speaker in fact.participants:
                 speaker = (speaker or "").strip()
                 if speaker and speaker.casefold() not in _ROLES and speaker.casefold() not in names:
-                    ents.insert(0, ExtractedEntity(name=speaker, type=EntityType.PERSON))
+                    ents.insert(0, ExtractedEntity(name=speaker, type=EntityType.PERSON, evidence=EVIDENCE["speaker"]))
                     names.add(speaker.casefold())
             fact.entities = ents
 

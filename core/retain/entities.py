@@ -24,6 +24,13 @@ entity left split only costs some recall. So:
    "Jon" / "John" stay apart however close in time.
 4. Otherwise the mention becomes a new entity. Two different names in one fact are two entities.
 
+**Types are voted.** Each mention records the type it is evidence for and how strong the evidence is
+(``ExtractedEntity.evidence``: a speaker, a cue or a gazetteer, a model's label, a guess); an entity's type is the
+one its mentions' evidence supports most (``stores.records.voted_type``), across every retain into the bank: the
+store recounts it inside each retain's transaction from all the entity's mentions. Within one retain the resolver
+votes the same way over the bank's type (as one vote of the weight its mentions hold) and this retain's evidence,
+so that a new entity is stored with the type its mentions support.
+
 Relations are checked against the entity's fullest name (most words, then longest, among name and aliases),
 so that once "Emma" is known as "Emma Watson", "Emma Stone" cannot join it through the bare first name.
 """
@@ -39,6 +46,7 @@ from ..config import EntityResolutionSettings
 from ..extract.base import ExtractedEntity, ExtractedFact
 from ..models import Entity, EntityType
 from ..stores.base import EntityStore, Mention
+from ..stores.records import voted_type
 from ..text.names import compact_name, is_short_form, name_tokens, normalise_name, short_form_relatives
 
 __all__ = ["EntityResolver", "Resolution", "name_relation"]
@@ -185,7 +193,9 @@ class EntityResolver:
         """Resolve every fact's mentions; returns entity rows to write and the unit-entity mentions."""
         view = _BankView(self.store.list_entities(bank_id))
         stored = set(view.by_id)
+        prior = {eid: (e.type, e.mention_count) for eid, e in view.by_id.items()}  # the bank's, before this retain
         batch_cooc: Counter[tuple[str, str]] = Counter()  # co-mentions in this retain, not yet stored
+        batch_votes: dict[str, dict[str, float]] = {}  # entity id -> type -> this retain's evidence
         new_ids: list[str] = []
         touched: set[str] = set()
         result = Resolution()
@@ -224,15 +234,17 @@ class EntityResolver:
                     continue
                 seen.append(eid)
                 entity = view.by_id[eid]
-                if entity.type == EntityType.OTHER and mention.type != EntityType.OTHER:
-                    entity.type = mention.type
+                votes = batch_votes.setdefault(eid, {})
+                votes[mention.type.value] = votes.get(mention.type.value, 0.0) + max(mention.evidence, 0.0)
+                entity.type = _voted(votes, *prior.get(eid, (EntityType.OTHER, 0)))
                 entity.mention_count += 1
                 if when is not None:
                     entity.first_seen = min(entity.first_seen or when, when)
                     entity.last_seen = max(entity.last_seen or when, when)
                 touched.add(eid)
                 names.append(entity.name)
-                result.mentions.append(Mention(unit_id=unit_id, entity_id=eid))
+                result.mentions.append(Mention(unit_id=unit_id, entity_id=eid, type=mention.type.value,
+                                               weight=max(mention.evidence, 0.0)))
             for i, a in enumerate(seen):
                 for b in seen[i + 1:]:
                     batch_cooc[_pair(a, b)] += 1
@@ -300,6 +312,16 @@ class EntityResolver:
         return support >= s.min_shared_entities
 
 
+def _voted(votes: dict[str, float], stored_type: EntityType, stored_mentions: int) -> EntityType:
+    """An entity's type for the rest of this retain: the vote of this retain's evidence and of the bank's type,
+    which counts as the weight of its stored mentions (one each; the store votes over every mention's own evidence
+    when it commits)."""
+    tally: dict[str, float] = dict(votes)
+    if stored_type != EntityType.OTHER:
+        tally[stored_type.value] = tally.get(stored_type.value, 0.0) + float(stored_mentions)
+    return EntityType(voted_type(tally, stored_type.value))
+
+
 def _casing_rank(name: str) -> int:
     """How well a spelling shows a name: every word capitalised (not shouted) > some capitalised > none."""
     words = [w for w in name.split() if any(c.isalpha() for c in w)]
@@ -312,8 +334,8 @@ def _pair(a: str, b: str) -> tuple[str, str]:
 
 
 def _dedupe(entities: Sequence[ExtractedEntity]) -> list[tuple[str, ExtractedEntity]]:
-    """Mentions of one fact by key, first spelling kept, a specific type preferred over OTHER; names that
-    normalise to nothing (no letter or digit) are dropped."""
+    """Mentions of one fact by key, first spelling kept, a specific type preferred over OTHER and stronger type
+    evidence over weaker; names that normalise to nothing (no letter or digit) are dropped."""
     seen: dict[str, ExtractedEntity] = {}
     for e in entities:
         name = " ".join(e.name.split())[:_MAX_NAME]
@@ -321,7 +343,9 @@ def _dedupe(entities: Sequence[ExtractedEntity]) -> list[tuple[str, ExtractedEnt
         if not key:
             continue
         if key not in seen:
-            seen[key] = ExtractedEntity(name=name, type=e.type)
-        elif seen[key].type == EntityType.OTHER and e.type != EntityType.OTHER:
-            seen[key] = ExtractedEntity(name=seen[key].name, type=e.type)
+            seen[key] = ExtractedEntity(name=name, type=e.type, evidence=e.evidence)
+        elif (seen[key].type == EntityType.OTHER and e.type != EntityType.OTHER) or (
+            e.type != EntityType.OTHER and e.evidence > seen[key].evidence
+        ):
+            seen[key] = ExtractedEntity(name=seen[key].name, type=e.type, evidence=e.evidence)
     return list(seen.items())

@@ -3,7 +3,7 @@ vector metadata and filters, traversal edges."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -12,10 +12,31 @@ from ..models import Entity, Job, Link, Memory, Network, OpinionEvent, TimeRange
 
 @dataclass(frozen=True)
 class Mention:
-    """A unit mentions a canonical entity."""
+    """A unit mentions a canonical entity, with the type this mention is evidence for and how strong that
+    evidence is (``weight``: see ``extract.base.ExtractedEntity.evidence``). A mention without a type (a restored
+    bank's) counts for the entity's type as it was when the mention was stored, with weight 1."""
 
     unit_id: str
     entity_id: str
+    type: str | None = None
+    weight: float = 1.0
+
+
+def voted_type(votes: Mapping[str, float], current: str) -> str:
+    """An entity's type from its mentions' type evidence (type -> summed weight): the type most weight supports.
+
+    OTHER is no evidence: it wins only when nothing else has weight. A tie keeps ``current`` when it is among the
+    tied, else takes PERSON (chat names people most), else the first in alphabetical order, so that every store
+    decides alike.
+    """
+    weighted = {t: w for t, w in votes.items() if t and t != "OTHER" and w > 0}
+    if not weighted:
+        return current
+    best = max(weighted.values())
+    tied = sorted(t for t, w in weighted.items() if best - w < 1e-9)
+    if current in tied:
+        return current
+    return "PERSON" if "PERSON" in tied else tied[0]
 
 
 @dataclass

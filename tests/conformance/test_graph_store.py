@@ -245,6 +245,33 @@ def test_entities(store: GraphStore, bank_id: str) -> None:
         store.units_of_entity(bank_id, "e_mel")) == ["u0", "u5"]
 
 
+def test_entity_type_is_the_vote_of_its_mentions(store: GraphStore, bank_id: str) -> None:
+    def typed(name: str) -> EntityType:
+        found = store.find_entity(bank_id, name)
+        assert found is not None
+        return found.type
+
+    iberia = Entity(id="e_ib", bank_id=bank_id, name="Iberia", type=EntityType.LOCATION)
+    store.add_units(bank_id, UnitBatch(units=[unit("u5", bank_id, "Iberia lost my bag", 5)], new_entities=[iberia],
+                                       mentions=[Mention("u5", "e_ib", "LOCATION", 1.0)]))
+    assert typed("Iberia") == EntityType.LOCATION
+    # The batch's entity row says LOCATION; its mention's evidence (a cue) outweighs the stored one.
+    store.add_units(bank_id, UnitBatch(units=[unit("u6", bank_id, "flew Iberia", 6)], updated_entities=[iberia],
+                                       mentions=[Mention("u6", "e_ib", "ORGANIZATION", 3.0)]))
+    assert typed("Iberia") == EntityType.ORGANIZATION
+    store.add_units(bank_id, UnitBatch(units=[unit("u7", bank_id, "Iberia again", 7)], updated_entities=[iberia],
+                                       mentions=[Mention("u7", "e_ib", "LOCATION", 1.0)]))
+    assert typed("Iberia") == EntityType.ORGANIZATION  # 3 against 2
+    assert store.delete_units(bank_id, ["u6"]) == 1
+    assert typed("Iberia") == EntityType.LOCATION  # the cue went with its unit
+    # Mentions stored without evidence (the seed's) count for their entity's type as it was.
+    boston = store.find_entity(bank_id, "Boston")
+    assert boston is not None and boston.type == EntityType.LOCATION
+    store.add_units(bank_id, UnitBatch(units=[unit("u8", bank_id, "Boston said hi", 8)], updated_entities=[boston],
+                                       mentions=[Mention("u8", boston.id, "PERSON", 0.5)]))
+    assert typed("Boston") == EntityType.LOCATION
+
+
 def test_keyword_search(store: GraphStore, bank_id: str) -> None:
     hits = store.keyword_search(bank_id, "Where did Oscar go running?", 10)
     ids = [i for i, _ in hits]

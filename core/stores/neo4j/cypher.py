@@ -12,6 +12,7 @@ from typing import Any
 from ...models import DocumentStatus, Job, OpinionEvent
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
+from ..records import voted_type
 
 _ACTIVE_DOCS = [DocumentStatus.PENDING.value, DocumentStatus.EXTRACTING.value]
 
@@ -78,6 +79,23 @@ def _create_job_tx(tx: Any, job: Job) -> None:
     ).consume()
 
 
+def retype_tx(tx: Any, entity_ids: list[str]) -> None:
+    """Set each entity's type to the one its mentions' type evidence supports most (``records.voted_type``); a
+    mention without evidence counts for the entity's type as it is, with weight 1."""
+    votes: dict[str, dict[str, float]] = {}
+    current: dict[str, str] = {}
+    for r in tx.run(
+        "UNWIND $ids AS id MATCH (e:Entity {id: id})<-[m:MENTIONS]-(:Unit) "
+        "RETURN e.id AS id, e.type AS current, coalesce(m.type, e.type) AS t, sum(coalesce(m.weight, 1.0)) AS w",
+        ids=entity_ids,
+    ):
+        current[r["id"]] = r["current"]
+        votes.setdefault(r["id"], {})[r["t"]] = float(r["w"])
+    rows = [{"id": e, "type": t} for e, v in votes.items() if (t := voted_type(v, current[e])) != current[e]]
+    if rows:
+        tx.run("UNWIND $rows AS r MATCH (e:Entity {id: r.id}) SET e.type = r.type", rows=rows).consume()
+
+
 def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -> int:
     """Delete units (with history), recount and prune their entities, mark their vectors; returns how many."""
     ents = [r["id"] for r in tx.run(
@@ -100,6 +118,7 @@ def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -
         ).consume()
         tx.run("UNWIND $ids AS id MATCH (e:Entity {id: id}) WHERE e.mention_count = 0 DETACH DELETE e",
                ids=ents).consume()
+        retype_tx(tx, ents)
     return len(gone)
 
 

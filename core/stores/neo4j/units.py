@@ -30,6 +30,7 @@ from .cypher import (
     _set_text,
     bank_key,
     keyword_tokens,
+    retype_tx,
 )
 
 
@@ -41,7 +42,8 @@ class Neo4jUnits(Neo4jConnection):
         seq0 = time.time_ns() // 1000 * 1000  # insertion order across processes, for "newest first"
         entities = [_entity_props(bank_id, e) for e in [*batch.new_entities, *batch.updated_entities]]
         units = _unit_rows(bank_id, batch, seq0)
-        mentions = [{"u": m.unit_id, "e": m.entity_id} for m in dict.fromkeys(batch.mentions)]
+        mentions = [{"u": m.unit_id, "e": m.entity_id, "t": m.type, "w": m.weight}
+                    for m in dict.fromkeys(batch.mentions)]
         links = [
             {"s": link.source_id, "t": link.target_id, "type": link.type.value, "w": float(link.weight)}
             for link in batch.links
@@ -362,6 +364,13 @@ def _upsert_entities_tx(tx: Any, entities: list[dict[str, Any]]) -> tuple[dict[s
     remap: dict[str, str] = {}
     names: dict[str, str] = {}
     if entities:
+        # Mentions stored without type evidence (by an older version) keep the type their entity has now as theirs,
+        # before this batch's evidence is weighed against it (see ``records.voted_type``).
+        tx.run(
+            "UNWIND $keys AS k MATCH (e:Entity {key: k})<-[m:MENTIONS]-(:Unit) WHERE m.type IS NULL "
+            "SET m.type = e.type, m.weight = 1.0",
+            keys=[r["key"] for r in entities],
+        ).consume()
         # MERGE on the (bank, normalised name) key: another process may have created the same entity
         # since this retain resolved its names (or deleted the one it found); the stored node is used
         # and the mentions follow it.
@@ -375,13 +384,15 @@ def _upsert_entities_tx(tx: Any, entities: list[dict[str, Any]]) -> tuple[dict[s
     return remap, names
 
 
-def _mention_tx(tx: Any, bank_id: str, mentions: list[dict[str, str]], remap: dict[str, str]) -> None:
-    """Write the batch's mentions (to the stored entities) and recount the mentions of its entities."""
+def _mention_tx(tx: Any, bank_id: str, mentions: list[dict[str, Any]], remap: dict[str, str]) -> None:
+    """Write the batch's mentions (to the stored entities) with their type evidence, recount the mentions of its
+    entities and set their types from the evidence."""
     if mentions:
-        rows = [{"u": m["u"], "e": remap.get(m["e"], m["e"])} for m in mentions]
+        rows = [{**m, "e": remap.get(m["e"], m["e"])} for m in mentions]
         tx.run(
             "UNWIND $rows AS r MATCH (u:Unit {id: r.u}) MATCH (e:Entity {id: r.e}) "
-            "WHERE u.bank_id = $bank AND e.bank_id = $bank MERGE (u)-[:MENTIONS]->(e)",
+            "WHERE u.bank_id = $bank AND e.bank_id = $bank MERGE (u)-[m:MENTIONS]->(e) "
+            "SET m.type = coalesce(m.type, r.t, e.type), m.weight = coalesce(m.weight, r.w, 1.0)",
             rows=rows, bank=bank_id,
         ).consume()
     touched = list(dict.fromkeys(remap.values()))
@@ -393,6 +404,7 @@ def _mention_tx(tx: Any, bank_id: str, mentions: list[dict[str, str]], remap: di
             "WITH e, count(m) AS n SET e.mention_count = n",
             ids=touched,
         ).consume()
+        retype_tx(tx, touched)
 
 
 def _link_tx(tx: Any, bank_id: str, links: list[dict[str, Any]], events: list[dict[str, Any]]) -> None:

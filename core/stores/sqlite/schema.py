@@ -61,12 +61,15 @@ CREATE TABLE IF NOT EXISTS entities (
     mention_count INTEGER NOT NULL DEFAULT 0, first_seen REAL, last_seen REAL
 );
 CREATE UNIQUE INDEX IF NOT EXISTS entities_bank_norm_unique ON entities (bank_id, norm);
+-- type, weight: the type this mention is evidence for and how strong (the entity's type is their vote).
 CREATE TABLE IF NOT EXISTS mentions (
     unit_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
     entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    type TEXT, weight REAL,
     PRIMARY KEY (unit_id, entity_id)
 );
 CREATE INDEX IF NOT EXISTS mentions_entity ON mentions (entity_id, unit_id);
+CREATE INDEX IF NOT EXISTS mentions_entity_type ON mentions (entity_id, type, weight);
 CREATE TABLE IF NOT EXISTS links (
     bank_id TEXT NOT NULL,
     source_id TEXT NOT NULL REFERENCES units(id) ON DELETE CASCADE,
@@ -109,7 +112,7 @@ CREATE INDEX IF NOT EXISTS audit_bank_at ON audit (bank_id, at, id);
 CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id);
 """
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 
 
 def _migrate(con: sqlite3.Connection) -> None:
@@ -118,8 +121,14 @@ def _migrate(con: sqlite3.Connection) -> None:
     v1 -> v2: document metadata and updated_at. v2 -> v3: keyword tokens on units (filled by ``_backfill``).
     v3 -> v4: document kind, retain options, owner and job; job owner; entity names normalised with
     ``normalise_name`` and duplicates merged, so that (bank, norm) can become unique. v4 -> v5: the ``audit`` table,
-    which the schema script creates (nothing to change here). v5 -> v6: a job's ``result``.
+    which the schema script creates (nothing to change here). v5 -> v6: a job's ``result``. v6 -> v7: each
+    mention's type evidence (``type``, ``weight``; empty on older mentions, which count for their entity's type as
+    stored: see ``sql._freeze_types``).
     """
+    mention_cols = {r[1] for r in con.execute("PRAGMA table_info(mentions)")}
+    if mention_cols and "type" not in mention_cols:
+        con.execute("ALTER TABLE mentions ADD COLUMN type TEXT")
+        con.execute("ALTER TABLE mentions ADD COLUMN weight REAL")
     cols = {r[1] for r in con.execute("PRAGMA table_info(documents)")}
     if cols and "metadata" not in cols:
         con.execute("ALTER TABLE documents ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}'")
@@ -191,8 +200,8 @@ def _merge_entities(con: sqlite3.Connection, ids: Sequence[str]) -> int:
             etype = r["type"]
         first = min((x for x in (first, r["first_seen"]) if x is not None), default=None)
         last = max((x for x in (last, r["last_seen"]) if x is not None), default=None)
-        con.execute("INSERT OR IGNORE INTO mentions (unit_id, entity_id) SELECT unit_id, ? FROM mentions "
-                    "WHERE entity_id = ?", (keep["id"], r["id"]))
+        con.execute("INSERT OR IGNORE INTO mentions (unit_id, entity_id, type, weight) SELECT unit_id, ?, "
+                    "coalesce(type, ?), weight FROM mentions WHERE entity_id = ?", (keep["id"], r["type"], r["id"]))
         con.execute("DELETE FROM entities WHERE id = ?", (r["id"],))
     con.execute(
         "UPDATE entities SET aliases = ?, type = ?, first_seen = ?, last_seen = ?, "

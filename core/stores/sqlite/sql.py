@@ -14,6 +14,7 @@ from ...models import Entity, EntityType, Job, OpinionEvent
 from ...text.names import normalise_name
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
+from ..records import voted_type
 
 
 def _adjust_keyword_stats(
@@ -70,6 +71,7 @@ def _upsert_entity(con: sqlite3.Connection, bank_id: str, entity: Entity) -> tup
              _ts(entity.last_seen)),
         )
         return entity.id, entity.name
+    _freeze_types(con, [row["id"]])  # older mentions keep the type they were stored under as their evidence
     # The name itself is not added: found by id it is the same name, found by key a spelling of the same key.
     aliases = list(json.loads(row["aliases"]))
     for name in entity.aliases:
@@ -84,11 +86,38 @@ def _upsert_entity(con: sqlite3.Connection, bank_id: str, entity: Entity) -> tup
 
 
 def _recount(con: sqlite3.Connection, entity_ids: Iterable[str]) -> None:
-    """Set mention counts from the mentions table."""
+    """Set mention counts from the mentions table, and each entity's type from its mentions' type evidence."""
+    ids = list(dict.fromkeys(entity_ids))
     con.executemany(
         "UPDATE entities SET mention_count = (SELECT count(*) FROM mentions WHERE entity_id = ?) WHERE id = ?",
-        [(e, e) for e in dict.fromkeys(entity_ids)],
+        [(e, e) for e in ids],
     )
+    _retype(con, ids)
+
+
+def _freeze_types(con: sqlite3.Connection, entity_ids: Sequence[str]) -> None:
+    """Give the mentions stored without type evidence (before v7) their entity's type as it is now, weight 1:
+    done before new evidence is added, so that it is weighed against theirs, not followed by them."""
+    for chunk in _chunks(list(dict.fromkeys(entity_ids)), 500):
+        con.execute(
+            f"UPDATE mentions SET type = (SELECT type FROM entities e WHERE e.id = mentions.entity_id), weight = 1.0 "
+            f"WHERE type IS NULL AND entity_id IN ({','.join('?' * len(chunk))})", chunk,
+        )
+
+
+def _retype(con: sqlite3.Connection, entity_ids: Sequence[str]) -> None:
+    """Set each entity's type to the one its mentions' evidence supports most (``records.voted_type``)."""
+    for chunk in _chunks(list(dict.fromkeys(entity_ids)), 500):
+        marks = ",".join("?" * len(chunk))
+        votes: dict[str, dict[str, float]] = {}
+        for eid, etype, weight in con.execute(
+            f"SELECT m.entity_id, coalesce(m.type, e.type), sum(coalesce(m.weight, 1.0)) FROM mentions m "
+            f"JOIN entities e ON e.id = m.entity_id WHERE m.entity_id IN ({marks}) GROUP BY 1, 2", chunk,
+        ):
+            votes.setdefault(eid, {})[etype] = weight
+        current = dict(con.execute(f"SELECT id, type FROM entities WHERE id IN ({marks})", chunk).fetchall())
+        changes = [(voted_type(v, current[e]), e) for e, v in votes.items() if e in current]
+        con.executemany("UPDATE entities SET type = ? WHERE id = ? AND type != ?", [(t, e, t) for t, e in changes])
 
 
 def _insert_job(con: sqlite3.Connection, job: Job) -> None:

@@ -70,8 +70,10 @@ class SQLiteUnits(SQLiteConnection):
                 ],
             )
             con.executemany(
-                "INSERT OR IGNORE INTO mentions (unit_id, entity_id) VALUES (?, ?)",
-                [(m.unit_id, remap.get(m.entity_id, m.entity_id)) for m in batch.mentions],
+                "INSERT OR IGNORE INTO mentions (unit_id, entity_id, type, weight) "
+                "VALUES (?, ?, coalesce(?, (SELECT type FROM entities WHERE id = ?)), ?)",
+                [(m.unit_id, remap.get(m.entity_id, m.entity_id), m.type, remap.get(m.entity_id, m.entity_id),
+                  m.weight) for m in batch.mentions],
             )
             # Counted from the mentions inside the transaction: a concurrent writer's mentions count too.
             _recount(con, set(remap.values()))
