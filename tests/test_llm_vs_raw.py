@@ -40,7 +40,7 @@ def tiny_sample(sample_id: str = "tiny-a") -> dict[str, Any]:
          ("Marek", "My sister is moving to Toronto for a nursing job in spring.")],
         [("Marek", "How is Pixel settling in?"),
          ("Ines", "Very well, she sleeps on my keyboard while I work on my thesis about glaciers."),
-         ("Marek", "I sold the sailboat and signed up for a pottery course."),
+         ("Marek", "I sold the sailboat and signed up for a pottery course, it beats writing a thesis."),
          ("Ines", "Pottery sounds relaxing, send me photos of your first bowl.")],
         [("Marek", "My first bowl cracked in the kiln, so I am starting over."),
          ("Ines", "Keep going, the second one will be better.")],

@@ -126,7 +126,7 @@ def score(sets: Sequence[tuple[dict[str, Any], GroundingReport, list[Any]]],
             if label is not None:
                 before[label["label"]] += 1
         for fact in report.kept:
-            label = labels.get((row["session"], fact_key(fact.text)))
+            label = labels.get((row["session"], fact_key(report.trimmed.get(fact.text, fact.text))))
             if label is None:
                 unlabelled += 1
                 continue
