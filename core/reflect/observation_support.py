@@ -45,7 +45,17 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..text.words import STOPWORDS, content_words, detail_words, split_sentences, words
+from ..text.words import (
+    MONTHS,
+    NUMBER_WORDS,
+    STOPWORDS,
+    WEEKDAYS,
+    WORD,
+    content_words,
+    detail_words,
+    split_sentences,
+    words,
+)
 
 __all__ = [
     "GROUNDED_MIN_OVERLAP",
@@ -83,13 +93,7 @@ Embed = Callable[[Sequence[str]], np.ndarray]
 
 # The word helpers live in the text layer (``text/words``, shared with the facts' grounding check); their names stay
 # importable from here.
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-           "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
-           "dec"}
-_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
-_NUMBER_WORDS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-                 "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million", "twice", "dozen"}
+_WORD, _MONTHS, _WEEKDAYS, _NUMBER_WORDS = WORD, MONTHS, WEEKDAYS, NUMBER_WORDS
 _STOPWORDS = STOPWORDS
 _words = words
 

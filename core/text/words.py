@@ -11,15 +11,19 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-__all__ = ["STOPWORDS", "content_words", "detail_words", "split_sentences", "stem", "words"]
+__all__ = [
+    "MONTHS", "NUMBER_WORDS", "STOPWORDS", "WEEKDAYS", "WORD", "content_words", "detail_words", "split_sentences", "stem",
+    "words",
+]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
-_WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
-_MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+WORD = re.compile(r"[A-Za-z0-9]+(?:['’][A-Za-z]+)?")
+"""A word, with an apostrophe ending kept ("Kevin's", "don't")."""
+MONTHS = {"january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
            "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
            "dec"}
-_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
-_NUMBER_WORDS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+NUMBER_WORDS = {"two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
                  "twenty", "thirty", "forty", "fifty", "hundred", "thousand", "million", "twice", "dozen"}
 # Function words and the vocabulary every summary uses about anyone ("she has also expressed ..."): they carry
 # no claim, so covering them proves nothing and missing them refutes nothing.
@@ -59,7 +63,7 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """The words of ``text`` in lower case, possessive 's and apostrophes off."""
-    return [w.lower().replace("’", "'").removesuffix("'s").replace("'", "") for w in _WORD.findall(text)]
+    return [w.lower().replace("’", "'").removesuffix("'s").replace("'", "") for w in WORD.findall(text)]
 
 
 def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
@@ -80,10 +84,10 @@ def detail_words(text: str) -> set[str]:
     (lower case; a capital at the start of a sentence does not count)."""
     out: set[str] = set()
     for sentence in split_sentences(text) or [text]:
-        for i, match in enumerate(_WORD.finditer(sentence)):
+        for i, match in enumerate(WORD.finditer(sentence)):
             raw = match.group(0)
             word = raw.lower().replace("’", "'").removesuffix("'s").replace("'", "")
-            specific = any(c.isdigit() for c in word) or word in _MONTHS | _WEEKDAYS | _NUMBER_WORDS
+            specific = any(c.isdigit() for c in word) or word in MONTHS | WEEKDAYS | NUMBER_WORDS
             # A capital that only starts the sentence says nothing; a capital inside it marks a name.
             named = i > 0 and raw[0].isupper() and word not in STOPWORDS and raw.lower() != "i"
             if specific or named:
