@@ -12,8 +12,8 @@ import re
 from collections.abc import Sequence
 
 __all__ = [
-    "MONTHS", "NUMBER_WORDS", "STOPWORDS", "WEEKDAYS", "WORD", "content_words", "detail_words", "split_sentences", "stem",
-    "words",
+    "MONTHS", "NUMBER_WORDS", "STOPWORDS", "WEEKDAYS", "WORD", "content_words", "detail_words", "split_sentences",
+    "stem", "words",
 ]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
