@@ -136,11 +136,15 @@ class CaraSettings(BaseModel):
     # of a 48-message chat. An entity gets its first observation once this much is said about it (one or two
     # mentions are a film or a place in passing, not worth a model call), and a new one only after this much more;
     # a queued observation job of an entity takes in whatever comes before it runs (one job per entity at a time).
+    # 5 and 25 rather than 3 and 6: each message of conv-26/conv-30's first three sessions retained on its own (the
+    # chat adapters' worst case), the stand-in model counting summary calls: 3/6 0.26 calls per message, 5/15 0.10,
+    # 5/25 0.07, 8/40 0.04 (work/obs_cost in docs/BENCHMARKS.md, "Grounded beliefs"); a summary call of the bundled
+    # model takes 6-80 s on 2 cores, and the facts job already takes 3-4 s per message of the 4 s budget.
     observation_first_evidence: int = Field(
-        3, ge=1, description="raw messages and facts about an entity before its first observation is written"
+        5, ge=1, description="raw messages and facts about an entity before its first observation is written"
     )
     observation_new_evidence: int = Field(
-        6, ge=1, description="new raw messages and facts about an entity since its observation was written (or "
+        25, ge=1, description="new raw messages and facts about an entity since its observation was written (or "
                              "last tried) before it is written again"
     )
 

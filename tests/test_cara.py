@@ -14,6 +14,7 @@ import pytest
 from scripted_llm import ScriptedLLM, assessment
 
 from hindsight_core import Disposition, Hindsight
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.models import JobStatus, Network, utcnow
 from hindsight_core.reflect.disposition import opinion_step
 from hindsight_core.reflect.grounded_confidence import grounded_confidence
@@ -143,10 +144,11 @@ def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
 
 
 def test_failing_job_is_retried_with_backoff_then_kept_as_failed(tmp_path: Path) -> None:
-    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([RuntimeError("model down")] * 10)) as hs:
+    # Three messages, and an entity's first observation after three (observation_first_evidence; default 5).
+    settings = Settings(cara=CaraSettings(observation_first_evidence=3))
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([RuntimeError("model down")] * 10), settings=settings) as hs:
         hs.worker.backoff_s = 0.05
         bank = hs.bank("b")
-        # Three messages: an entity's first observation waits for that much (observation_first_evidence).
         bank.retain(FACTS, timestamp=T0, extract=False, background=True)
         assert bank.wait_idle(30)
         jobs = bank.jobs()

@@ -119,7 +119,8 @@ def test_index_options_and_batch(hs: Hindsight) -> None:
 def test_extract_option_uses_the_llm(tmp_path: Path) -> None:
     from scripted_llm import ScriptedLLM
 
-    llm = ScriptedLLM([{"facts": [{"text": "Alice is vegetarian.", "net": "world", "ents": ["Alice"]}]}])
+    # A fact its message bears out (the facts job stores only those: extract/grounding).
+    llm = ScriptedLLM([{"facts": [{"text": "Alice stopped eating meat.", "net": "world", "ents": ["Alice"]}]}])
     with Hindsight.open(tmp_path / "m", llm=llm, start_worker=False) as hs:  # no observation job racing
         store = HindsightStore(hs, extract=True)
         store.put(("p",), "diet", {"content": "Alice: I stopped eating meat."})
@@ -127,7 +128,7 @@ def test_extract_option_uses_the_llm(tmp_path: Path) -> None:
         assert llm.calls == [] and [j.kind for j in hs.bank("p").jobs()] == ["facts"]
         assert hs.worker.run_once() and len(llm.calls) == 1  # extraction went to the model
         texts = {m.text: m for m in hs.bank("p").recall("vegetarian meat", budget=10_000).memories}
-        assert "Alice is vegetarian." in texts and texts["Alice is vegetarian."].cites
+        assert "Alice stopped eating meat." in texts and texts["Alice stopped eating meat."].cites
         assert store.get(("p",), "diet").value == {"content": "Alice: I stopped eating meat."}  # type: ignore[union-attr]
         assert [i.key for i in store.search(("p",), query="Does Alice eat meat?")] == ["diet"]
 

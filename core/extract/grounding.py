@@ -491,7 +491,7 @@ def _spoken_of(name: str, text: str) -> bool:
         before = folded[: match.start()].rstrip()
         after = folded[match.end():].lstrip()
         opens = not before or before[-1] in ",.!?;:-(" or re.search(rf"(?:^|[\s,.!?])(?:{_GREETING}|you)$", before)
-        closes = not after or after[0] in ",.!?;:)"
+        closes = not after or after[0] in ",.!?;)"  # "Alice: I stopped ..." is her speaking, not addressed
         if not (opens and closes) or "'s" in match.group(0):
             return True
     return False
