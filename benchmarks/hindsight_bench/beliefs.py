@@ -25,7 +25,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +43,14 @@ _ANNOTATION = re.compile(r"\s\((?:[^()]*?\b\d{4})\)")
 
 @dataclass
 class BeliefSet:
-    """The labelled set: recorded model answers per session, and labels per fact (by the session and its text)."""
+    """The labelled set: recorded model answers per session, and labels per fact (by the session and its text); the
+    model's observations (the messages the check reads, by id, and the summary) and labels per sentence."""
 
     meta: dict[str, Any]
     sessions: list[dict[str, Any]]
     labels: dict[tuple[str, str], dict[str, Any]]
+    observations: list[dict[str, Any]] = field(default_factory=list)
+    sentence_labels: dict[tuple[str, str], bool] = field(default_factory=dict)
 
 
 def load(path: Path = DATA) -> BeliefSet:
@@ -55,6 +58,8 @@ def load(path: Path = DATA) -> BeliefSet:
     meta: dict[str, Any] = {}
     sessions: list[dict[str, Any]] = []
     labels: dict[tuple[str, str], dict[str, Any]] = {}
+    observations: list[dict[str, Any]] = []
+    sentence_labels: dict[tuple[str, str], bool] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
             continue
@@ -65,7 +70,11 @@ def load(path: Path = DATA) -> BeliefSet:
             sessions.append(row)
         elif row.get("kind") == "fact":
             labels[(row["session"], fact_key(row["text"]))] = row
-    return BeliefSet(meta, sessions, labels)
+        elif row.get("kind") == "observation":
+            observations.append(row)
+        elif row.get("kind") == "observation_sentence":
+            sentence_labels[(row["key"], " ".join(row["text"].split()))] = bool(row["supported"])
+    return BeliefSet(meta, sessions, labels, observations, sentence_labels)
 
 
 def fact_key(text: str) -> str:
@@ -162,6 +171,61 @@ def score(sets: Sequence[tuple[dict[str, Any], GroundingReport, list[Any]]],
     }
 
 
+def message_texts(data_file: Path) -> dict[tuple[str, str], str]:
+    """(conversation, message id) -> the message as a raw memory holds it (``Speaker: text``)."""
+    out: dict[tuple[str, str], str] = {}
+    for sample in json.loads(data_file.read_text(encoding="utf-8")):
+        for session in locomo_sessions(sample):
+            for m in session.messages:
+                out[(str(sample["sample_id"]), str(m["id"]))] = f"{m['speaker']}: {m['text']}"
+    return out
+
+
+def observation_lines(row: dict[str, Any], texts: dict[tuple[str, str], str]) -> tuple[list[tuple[str, str]], set[str]]:
+    """The messages an observation's check read, rebuilt from the data file, and the ids of those about the entity."""
+    conversation = row["key"].split("|", 1)[0]
+    lines: list[tuple[str, str]] = []
+    about: set[str] = set()
+    for i, line in enumerate(row["lines"]):
+        text = " ".join(texts[(conversation, s)] for s in line["sources"])
+        lines.append((str(i), f"[{line['date']}] {text}"))
+        if line["about"]:
+            about.add(str(i))
+    return lines, about
+
+
+def score_observations(rows: Sequence[dict[str, Any]], labels: dict[tuple[str, str], bool],
+                       texts: dict[tuple[str, str], str], embed: Callable[[Sequence[str]], Any] | None,
+                       ) -> dict[str, Any]:
+    """The model's observation sentences against their labels, before and after today's grounded check."""
+    from hindsight_core.reflect.observation_support import check_grounded
+
+    before: Counter[bool] = Counter()
+    after: Counter[bool] = Counter()
+    unlabelled = 0
+    kept_unsupported: list[dict[str, Any]] = []
+    for row in rows:
+        lines, about = observation_lines(row, texts)
+        check = check_grounded(row["summary"], lines, row["entity"], aliases=row.get("aliases", []),
+                               about_ids=about, embed=embed)
+        for sentence in check.sentences:
+            label = labels.get((row["key"], " ".join(sentence.text.split())))
+            if label is None:
+                unlabelled += 1
+                continue
+            before[label] += 1
+            if sentence.supported:
+                after[label] += 1
+                if not label:
+                    kept_unsupported.append({"key": row["key"], "text": sentence.text})
+    n_before, n_after = sum(before.values()), sum(after.values())
+    return {"observations": len(rows), "sentences": n_before, "unlabelled": unlabelled,
+            "supported_before": before[True] / n_before if n_before else None, "kept": n_after,
+            "supported_after": after[True] / n_after if n_after else None,
+            "supported_kept_share": after[True] / before[True] if before[True] else None,
+            "kept_unsupported": kept_unsupported}
+
+
 def run_beliefs(
     split: str = "all", *, data_files: dict[str, Path], path: Path = DATA, live: LLM | None = None,
     embed: Callable[[Sequence[str]], Any] | None = None, checker: FactChecker | None = None,
@@ -182,8 +246,16 @@ def run_beliefs(
             raise ValueError(f"no data file given for {row['dataset']!r}")
         report, facts = extract_session(row, session_messages(data_file, row["session"]), checker, live)
         by_split.setdefault(row["split"], []).append((row, report, facts))
-    out = {"benchmark": "beliefs", "mode": "live" if live is not None else "replay",
-           "splits": {name: score(rows, belief_set.labels) for name, rows in sorted(by_split.items())}}
+    out: dict[str, Any] = {"benchmark": "beliefs", "mode": "live" if live is not None else "replay",
+                           "splits": {name: score(rows, belief_set.labels) for name, rows in sorted(by_split.items())}}
+    if belief_set.observations:
+        texts: dict[tuple[str, str], str] = {}
+        for dataset in {row["dataset"] for row in belief_set.observations}:
+            texts.update(message_texts(data_files[dataset]))
+        out["observations"] = {
+            name: score_observations([r for r in belief_set.observations if r["split"] == name],
+                                     belief_set.sentence_labels, texts, embed)
+            for name in sorted({r["split"] for r in belief_set.observations}) if split in ("all", name)}
     log(format_beliefs(out))
     return out
 
@@ -228,4 +300,11 @@ def format_beliefs(result: dict[str, Any]) -> str:
                         "citations right", "stored unlabelled"], rows)]
     for name, s in result["splits"].items():
         lines += ["", f"{name}: before the checks {s['before_checks']}; stored wrong by kind {s['wrong_kinds']}"]
+    if result.get("observations"):
+        rows = [[name, o["observations"], o["sentences"], pct(o["supported_before"]), o["kept"],
+                 pct(o["supported_after"]), pct(o["supported_kept_share"])]
+                for name, o in result["observations"].items()]
+        lines += ["", "Observation sentences the bundled model wrote, against labels given by reading:", "",
+                  *md_table(["split", "observations", "sentences", "supported (all)", "kept by the check",
+                             "supported (kept)", "supported sentences kept"], rows)]
     return "\n".join(lines)
