@@ -191,3 +191,17 @@ def test_a_country_is_no_pronoun_and_an_address_is_no_mention() -> None:
     ], lines)
     assert [f.text for f in report.kept] == ["Kevin moved to the US in 2019", "Paola loved Boston when they visited"]
     assert [(r.text, r.reason) for r in report.rejected] == [("Kevin loved Boston", "speaker")]
+
+
+def test_a_speaker_of_two_names_is_named_by_either() -> None:
+    """REALTALK speakers are "Fahim Khan": a fact naming him by both names, or by his first name, is his."""
+    lines = [SourceLine("a", "Fahim Khan", "I go to the library to focus, it's really quiet", 0, T0),
+             SourceLine("b", "Akib", "Nice, I just got back from the gym", 1, T0)]
+    report = FactChecker().check([
+        _fact("Fahim Khan goes to the library to focus", "a"),
+        _fact("Fahim goes to the library because it is quiet", "a"),
+        _fact("Fahim just got back from the gym", "b"),  # Akib's news
+    ], lines)
+    assert [f.text for f in report.kept] == ["Fahim Khan goes to the library to focus",
+                                             "Fahim goes to the library because it is quiet"]
+    assert [(r.text, r.reason) for r in report.rejected] == [("Fahim just got back from the gym", "speaker")]

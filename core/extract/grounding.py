@@ -290,7 +290,8 @@ class FactChecker:
         subject = _subject(_ANNOTATION.sub("", fact.text), speakers)
         for line in candidates:
             # The added message must be the subject's own (or name them): a question completed by its answer.
-            if subject is not None and _norm(line.speaker) != subject and not _occurs(subject, _fold(line.text)):
+            named = subject is not None and any(_occurs(form, _fold(line.text)) for form in _forms(subject))
+            if subject is not None and _norm(line.speaker) != subject and not named:
                 continue
             if self.judge(fact.text, [*cited, line], speakers, sims).ok:
                 return sorted([*cited, line], key=lambda x: x.index)
@@ -476,8 +477,7 @@ def _owned(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> str:
 
 
 def _named_speakers(plain: str, speakers: set[str]) -> list[str]:
-    lowered = _fold(plain)
-    return [name for name in speakers if re.search(rf"(?<![a-z0-9]){re.escape(name)}(?![a-z0-9])", lowered)]
+    return [name for _, name in _positions(plain, speakers)]
 
 
 _GREETING = r"(?:hey|hi|hello|thanks|thank you|congrats|congratulations|yeah|yes|yep|wow|woah|whoa|oh|aw+|ok|okay|" \
@@ -487,7 +487,8 @@ _GREETING = r"(?:hey|hi|hello|thanks|thank you|congrats|congratulations|yeah|yes
 def _spoken_of(name: str, text: str) -> bool:
     """Whether ``name`` (folded) occurs in ``text`` other than as the person addressed ("Thanks, Maria!")."""
     folded = _fold(text)
-    for match in re.finditer(rf"(?<![a-z0-9]){re.escape(name)}(?:'s)?(?![a-z0-9])", folded):
+    forms = "|".join(re.escape(form) for form in _forms(name))
+    for match in re.finditer(rf"(?<![a-z0-9])(?:{forms})(?:'s)?(?![a-z0-9])", folded):
         before = folded[: match.start()].rstrip()
         after = folded[match.end():].lstrip()
         opens = not before or before[-1] in ",.!?;:-(" or re.search(rf"(?:^|[\s,.!?])(?:{_GREETING}|you)$", before)
@@ -509,15 +510,28 @@ def _best_sentence(plain: str, cited: Sequence[SourceLine], speakers: set[str]) 
     return (best[1], best[2]) if best else None
 
 
-def _subject(plain: str, speakers: set[str]) -> str | None:
-    """The first speaker name in the fact (possessives included: "Kevin's dog")."""
-    first: tuple[int, str] | None = None
+def _forms(name: str) -> list[str]:
+    """How a speaker is named in a fact or message: the whole name, or its first word ("Fahim" for "Fahim Khan")."""
+    first = name.split()[0]
+    return [name, first] if first != name and len(first) >= 3 else [name]
+
+
+def _positions(plain: str, speakers: set[str]) -> list[tuple[int, str]]:
+    """Where the fact names each speaker (by either form), first mention first: (position, speaker)."""
     lowered = _fold(plain)
+    found: list[tuple[int, str]] = []
     for name in speakers:
-        match = re.search(rf"(?<![a-z0-9]){re.escape(name)}(?![a-z0-9])", lowered)
-        if match and (first is None or match.start() < first[0]):
-            first = (match.start(), name)
-    return first[1] if first else None
+        starts = [m.start() for form in _forms(name)
+                  for m in re.finditer(rf"(?<![a-z0-9]){re.escape(form)}(?![a-z0-9])", lowered)]
+        if starts:
+            found.append((min(starts), name))
+    return sorted(found)
+
+
+def _subject(plain: str, speakers: set[str]) -> str | None:
+    """The first speaker the fact names (possessives included: "Kevin's dog")."""
+    found = _positions(plain, speakers)
+    return found[0][1] if found else None
 
 
 def _named(plain: str, speakers: set[str]) -> bool:
@@ -536,7 +550,8 @@ def _details(plain: str, speakers: set[str]) -> list[str]:
             if raw[0].isdigit():
                 out.append(word)
                 continue
-            if not raw[0].isupper() or word in speakers or word in _ROLE_NAMES or word in _COMMON_CAPITALS:
+            if (not raw[0].isupper() or word in speakers or word in _ROLE_NAMES or word in _COMMON_CAPITALS
+                    or any(word in name.split() for name in speakers)):
                 continue
             if i == 0 and in_dictionary(word):
                 continue  # "Watching movies ...": a capital that only starts the sentence
