@@ -199,9 +199,9 @@ def test_a_speaker_of_two_names_is_named_by_either() -> None:
              SourceLine("b", "Akib", "Nice, I just got back from the gym", 1, T0)]
     report = FactChecker().check([
         _fact("Fahim Khan goes to the library to focus", "a"),
-        _fact("Fahim goes to the library because it is quiet", "a"),
+        _fact("Fahim focuses at the library because it is quiet", "a"),
         _fact("Fahim just got back from the gym", "b"),  # Akib's news
     ], lines)
     assert [f.text for f in report.kept] == ["Fahim Khan goes to the library to focus",
-                                             "Fahim goes to the library because it is quiet"]
+                                             "Fahim focuses at the library because it is quiet"]
     assert [(r.text, r.reason) for r in report.rejected] == [("Fahim just got back from the gym", "speaker")]
