@@ -52,6 +52,8 @@ def split_sentences(text: str) -> list[str]:
 def stem(word: str) -> str:
     """A crude stem (plural, tense and common derivations off), so "adopting" meets "adoption" half way."""
     for suffix in _STEM_SUFFIXES:
+        if suffix == "s" and word.endswith(("ss", "us", "is")):
+            continue  # "focus", "class", "analysis" are no plurals ("focuses" -> "focus" meets it)
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             root = word[: -len(suffix)]
             # "running" -> "runn" -> "run", "planned" -> "plann" -> "plan" (but "fall", "pass" keep theirs)
