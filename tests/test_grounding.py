@@ -205,3 +205,16 @@ def test_a_speaker_of_two_names_is_named_by_either() -> None:
     assert [f.text for f in report.kept] == ["Fahim Khan goes to the library to focus",
                                              "Fahim focuses at the library because it is quiet"]
     assert [(r.text, r.reason) for r in report.rejected] == [("Fahim just got back from the gym", "speaker")]
+
+
+def test_a_reaction_to_the_other_speakers_news_is_junk() -> None:
+    lines = [SourceLine("a", "Gina", "I opened my own dance store last month!", 0, T0),
+             SourceLine("b", "Jon", "Wow, I'm so impressed by your store, Gina. Proud of you!", 1, T0)]
+    report = FactChecker().check([
+        _fact("Gina opened her own dance store last month", "a"),
+        _fact("Jon is impressed by Gina's store", "b"),
+        _fact("Jon is proud of Gina", "b"),
+    ], lines)
+    assert [f.text for f in report.kept] == ["Gina opened her own dance store last month"]
+    assert {(r.text, r.reason) for r in report.rejected} == {("Jon is impressed by Gina's store", "junk"),
+                                                            ("Jon is proud of Gina", "junk")}

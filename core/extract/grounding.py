@@ -91,6 +91,21 @@ _ASKING = re.compile(r"\b(?:ask(?:s|ed|ing)?|wonder(?:s|ed|ing)?|inquir(?:es|ed|
 # "Kevin asks Paola about her favourite horror movie": a person asking states nothing about anyone.
 _ASKS = re.compile(r"^\s*(?:[A-Z][\w'’.-]*\s){1,3}(?:also\s|then\s)?(?:asks|asked|wonders|wondered|inquires|inquired|"
                    r"wants to know|wanted to know|is curious|was curious)\b")
+# "Jon is impressed by Gina's store", "Melanie is grateful for Caroline's kind words": a reaction to what the other
+# speaker said tells nothing about the one reacting (the other's news is a fact of its own).
+_REACTS = re.compile(r"^\s*(?:also\s|really\s|is\s|was\s|feels\s|felt\s|seems\s)*(?:very\s|so\s|really\s)?"
+                     r"(?:impressed|proud|happy for|glad|thrilled|amazed|grateful|thankful|appreciat\w*|admires?|"
+                     r"encourag\w*|congratulat\w*|compliment\w*|prais\w*|support\w*|cheers?|wish\w*|"
+                     r"express\w* (?:her|his|their) (?:support|appreciation|gratitude|admiration|happiness|excitement)"
+                     r"|excited for)\b", re.IGNORECASE)
+
+
+def _leading_name(plain: str) -> str:
+    """The name a fact opens with ("Fahim Khan", "Jon"), or ''."""
+    match = re.match(r"^\s*(?:[A-Z][\w'’.-]*\s){0,2}[A-Z][\w'’.-]*(?='?s?\s)", plain)
+    return match.group(0) if match else ""
+
+
 # Verbs of a dialogue move: a fact made of one of these, the people and nothing else reports no content.
 _MOVES = frozenset(content_words(
     "ask asks asked wonder wonders inquire inquires greet greets greeted thank thanks thanked congratulate "
@@ -380,6 +395,8 @@ def source_lines(messages: Sequence[Message], labels: Sequence[str], default_tim
 def _junk(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> str:
     if _SAYS_NOTHING.search(plain):
         return "says nothing"
+    # "Kevin: I play basketball": the message again, not a fact (judged as Kevin's statement, the dev part's
+    # stored facts fell from 85.7 to 83.8% true: most such copies are pleasantries).
     if _QUOTE.match(plain):
         return "a quote with the speaker's name in front"
     if all(_is_ack(line.text) for line in cited):
@@ -396,6 +413,10 @@ def _junk(plain: str, cited: Sequence[SourceLine], speakers: set[str]) -> str:
         return "about an unresolved it/this"
     if _ASKS.search(plain):
         return "a question someone asked, which states nothing"
+    subject = _subject(plain, speakers)
+    if subject is not None and _REACTS.match(plain[len(_leading_name(plain)):]) and any(
+            name != subject for name in _named_speakers(plain, speakers)):
+        return "a reaction to the other speaker's news"
     ignore = [*speakers, *(line.speaker for line in cited)]
     if not content_words(plain, ignore) - _MOVES and not _details(plain, speakers):
         return "a dialogue move without content"
