@@ -177,7 +177,8 @@ def message_texts(data_file: Path) -> dict[tuple[str, str], str]:
     for sample in json.loads(data_file.read_text(encoding="utf-8")):
         for session in locomo_sessions(sample):
             for m in session.messages:
-                out[(str(sample["sample_id"]), str(m["id"]))] = f"{m['speaker']}: {m['text']}"
+                # Whitespace runs are one space, as retain stores them.
+                out[(str(sample["sample_id"]), str(m["id"]))] = " ".join(f"{m['speaker']}: {m['text']}".split())
     return out
 
 
