@@ -129,7 +129,7 @@ def test_scores_only_questions_within_the_retained_sessions(run: tuple[dict[str,
     assert summary["evidence_cited_anywhere"] == 50.0
     assert set(summary["recall"]["facts"]["R@10"]) == {"single-hop", "multi-hop", "all"}
     # Raw first, facts later keeps every raw unit: nothing the raw bank finds is lost.
-    for bank in ("raw+facts", "raw+facts as keys"):
+    for bank in ("raw+facts", "raw+facts as ranked", "raw+facts as keys"):
         assert summary["recall"][bank]["R@10"]["all"] == 100.0
         assert summary["recall"][bank]["R@1000tok"]["all"] == 100.0
 
@@ -196,7 +196,7 @@ def test_writes_json_and_markdown(run: tuple[dict[str, Any], Path, ScriptedLLM],
     assert [p.name for p in paths] == ["llm-vs-raw.json", "llm-vs-raw.md"]
     assert json.loads(paths[0].read_text())["summary"]["questions"] == 4
     text = paths[1].read_text()
-    assert "| category | n | raw | facts | raw+facts | raw+facts as keys |" in text
+    assert "| category | n | raw | facts | raw+facts | raw+facts as ranked | raw+facts as keys |" in text
     assert "D1:3 dropped" in text and "D2:2 merged" in text
 
 

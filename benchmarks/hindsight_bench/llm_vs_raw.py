@@ -8,9 +8,10 @@ facts alone, the raw units forgotten; its model answers are the ``raw+facts`` ru
 same facts). Every question whose evidence ids all lie in those sessions is recalled in each bank with the last
 retained session's date as reference time and scored like ``locomo``: evidence recall (share of evidence dia_ids
 covered by the returned memories' ``sources``) at R@5, R@10 and within 1,000 tokens, by category.
-``raw+facts as keys`` is the same bank recalled with ``RecallSettings.fact_ranking="keys"`` (a fact brings the
-messages it cites in at its rank, and follows them): the measurement behind ``fact_ranking``'s default. (Reports
-before issue 36 had ``raw+facts as ranked`` here: the bank packed without ``distinct_evidence``.)
+``raw+facts as ranked`` and ``raw+facts as keys`` are the same bank recalled with ``RecallSettings.fact_ranking``
+``"as_ranked"`` (a fact in its own place) and ``"keys"`` (a fact brings the messages it cites in at its rank, and
+follows them): the measurement behind that setting's default, ``"below_sources"``. (Reports before issue 36 had
+``raw+facts as ranked`` for the bank packed without ``distinct_evidence``.)
 
 Extraction is measured too: seconds per message of the facts job (and of the ``retain`` call, which returns after
 the raw units), the load average around it, LLM calls and tokens per message (as the server reports them, with
@@ -68,12 +69,14 @@ about 4 s a message on 2 cores), so the model's time is bounded too. LoCoMo's ha
 METRICS = ("R@5", "R@10", "R@1000tok", "R@10 1-src")
 """``R@10 1-src`` credits each memory with only the one source its text repeats most (a raw unit has one
 source anyway): a fact citing four neighbouring messages counts for one."""
-BANKS = ("raw", "facts", "raw+facts", "raw+facts as keys")
+BANKS = ("raw", "facts", "raw+facts", "raw+facts as ranked", "raw+facts as keys")
 BANK_SETTINGS: dict[str, dict[str, Any]] = {
+    "raw+facts as ranked": {"fact_ranking": "as_ranked"},
     "raw+facts as keys": {"fact_ranking": "keys"},
 }
-"""Recall settings a bank is scored with beside the defaults: ``raw+facts`` is the default (each fact in its own
-place), ``raw+facts as keys`` facts as keys that bring in the messages they cite."""
+"""Recall settings a bank is scored with beside the defaults: ``raw+facts`` is the default (a fact never before the
+first message it cites), ``raw+facts as ranked`` each fact in its own place, ``raw+facts as keys`` facts as keys that
+bring in the messages they cite."""
 FACTS_BANK = "facts"
 DATE_SLACK_DAYS = 1
 """A fact's occurrence may sit this many days off the range its source message implies before it counts as
@@ -540,7 +543,8 @@ def run_conversation(
             bank_facts = facts_only_bank(hs_facts, sample_id, chosen)
             scored = _score(sample, chosen, record, messages, {
                 "raw": (hs, bank_raw), FACTS_BANK: (hs_facts, bank_facts),
-                "raw+facts": (hs, bank_default), "raw+facts as keys": (hs, bank_default),
+                "raw+facts": (hs, bank_default), "raw+facts as ranked": (hs, bank_default),
+                "raw+facts as keys": (hs, bank_default),
             })
     return {"sample_id": sample_id, "sessions": record, "model_start_s": model_start_s,
             "first_retain_s": first_retain_s, **scored, "messages": messages}

@@ -169,6 +169,8 @@ class RecallPipeline:
             t = time.perf_counter()
         if s.fact_ranking == "keys":
             memories = self._facts_as_keys(bank_id, memories, nets, window, notes)
+        elif s.fact_ranking == "below_sources":
+            memories = _facts_below_sources(memories, notes)
         memories = self._with_context(bank_id, memories, nets, window, notes.context_of)
         if s.distinct_evidence:
             memories = distinct_evidence_first(memories, notes.covered_by)
@@ -328,6 +330,34 @@ def _trace(
         timings_ms=timings,
         budget=budget,
     )
+
+
+def _facts_below_sources(memories: Iterator[Memory], notes: _Notes) -> Iterator[Memory]:
+    """The memories in rank order, except that an LLM fact never comes before the first of the messages it cites: it
+    waits for it (and comes after every other memory if none of them is ranked). A fact can then add a reading of
+    its message, never take a place the evidence had."""
+    waiting: dict[str, list[Memory]] = {}  # a cited message's id -> the facts waiting for it
+    unplaced: list[Memory] = []
+    shown: set[str] = set()
+    released: set[str] = set()
+    for m in memories:
+        if m.cites:
+            notes.cites[m.id] = m.cites
+            if any(c in shown for c in m.cites):
+                released.add(m.id)
+                yield m
+            else:
+                for c in m.cites:
+                    waiting.setdefault(c, []).append(m)
+                unplaced.append(m)
+            continue
+        shown.add(m.id)
+        yield m
+        for fact in waiting.pop(m.id, []):
+            if fact.id not in released:
+                released.add(fact.id)
+                yield fact
+    yield from (f for f in unplaced if f.id not in released)
 
 
 def _noting_cites(memories: Iterator[Memory], cites: dict[str, list[str]]) -> Iterator[Memory]:
