@@ -218,3 +218,16 @@ def test_a_missing_model_fails_the_facts_job_at_once_naming_the_extra_and_keeps_
         assert job.status == JobStatus.FAILED and job.attempts == 1 and "[local]" in (job.error or "")
         assert len(units_of(hs, "b", result.document_id)) == len(MESSAGES)
         assert_clean(hs)
+
+
+def test_a_fact_never_comes_before_the_first_message_it_cites() -> None:
+    """``fact_ranking="below_sources"`` (the default): a fact waits for its first cited message; one whose messages
+    are never ranked comes after everything; a bank without facts keeps its order."""
+    from hindsight_core.recall.pipeline import _facts_below_sources, _Notes
+
+    ranked = [_mem("f1", ["r2"]), _mem("r1"), _mem("f2", ["r9"]), _mem("r2"), _mem("f3", ["r1"]), _mem("r3")]
+    notes = _Notes()
+    assert [m.id for m in _facts_below_sources(iter(ranked), notes)] == ["r1", "r2", "f1", "f3", "r3", "f2"]
+    assert notes.cites == {"f1": ["r2"], "f2": ["r9"], "f3": ["r1"]}
+    plain = [_mem(f"r{i}") for i in range(5)]
+    assert [m.id for m in _facts_below_sources(iter(plain), _Notes())] == [f"r{i}" for i in range(5)]
