@@ -96,8 +96,9 @@ def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path,
 
 
 def test_observation_is_written_and_follows_new_facts(tmp_path: Path, qwen: LocalLLM) -> None:
-    # A new observation after every new message (the default waits for observation_new_evidence of them).
-    every_message = Settings(cara=CaraSettings(observation_new_evidence=1))
+    # The first observation after three messages, a new one after every new message (the defaults wait for
+    # observation_first_evidence and observation_new_evidence of them).
+    every_message = Settings(cara=CaraSettings(observation_first_evidence=3, observation_new_evidence=1))
     with Hindsight.open(tmp_path / "m", llm=qwen, settings=every_message) as hs:
         bank = hs.bank("coach")
         bank.retain(RUNNING, timestamp=T0, extract=False, background=True)
@@ -134,7 +135,9 @@ def test_jobs_queued_by_a_killed_process_run_on_reopen(tmp_path: Path, qwen: Loc
     script = textwrap.dedent(f"""
         import os, sys, time
         from hindsight_core import Hindsight
-        hs = Hindsight.open({str(path)!r}, start_worker=False)
+        from hindsight_core.config import CaraSettings, Settings
+        hs = Hindsight.open({str(path)!r}, start_worker=False,
+                            settings=Settings(cara=CaraSettings(observation_first_evidence=3)))
         hs.bank("b").retain({RUNNING!r}, timestamp="2024-03-01", extract=False, background=True)
         print("queued", flush=True)
         time.sleep(60)
@@ -143,7 +146,8 @@ def test_jobs_queued_by_a_killed_process_run_on_reopen(tmp_path: Path, qwen: Loc
     assert proc.stdout is not None and proc.stdout.readline().strip() == "queued"
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    with Hindsight.open(path, llm=qwen) as hs:
+    # Three messages: the observation is due at three (the default waits for five).
+    with Hindsight.open(path, llm=qwen, settings=Settings(cara=CaraSettings(observation_first_evidence=3))) as hs:
         bank = hs.bank("b", create=False)
         assert bank.wait_idle(60)
         assert all(j.status == JobStatus.DONE for j in bank.jobs()) and bank.jobs()

@@ -12,6 +12,7 @@ from typing import Any
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Hindsight
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.models import DocumentStatus, JobStatus, Memory
 from hindsight_core.recall.packing import distinct_evidence_first
 from hindsight_core.runtime.integrity import check
@@ -50,7 +51,9 @@ def assert_clean(hs: Hindsight) -> None:
 
 def test_retain_returns_the_raw_units_and_a_job_adds_facts_citing_them(tmp_path: Path) -> None:
     llm = ScriptedLLM([facts_answer])
-    with Hindsight.open(tmp_path / "m", llm=llm, start_worker=False) as hs:
+    # Ana's first observation is due at three memories about her here (the default waits for five).
+    settings = Settings(cara=CaraSettings(observation_first_evidence=3))
+    with Hindsight.open(tmp_path / "m", llm=llm, start_worker=False, settings=settings) as hs:
         bank = hs.bank("b")
         result = bank.retain(MESSAGES, timestamp=T0, document_id="d1")
         # Returned without a model call: every message is a memory, the facts job waits in the queue.
