@@ -7,14 +7,15 @@ cites a neighbour of the message that says it. The bank must never state what no
 checked here against its cited messages, in code, with no model:
 
 * **Junk.** Facts that say nothing ("not mentioned", "unknown"), copy a greeting or an acknowledgement ("Got it",
-  "Nice! I'll remember that."), only report a dialogue move without content ("Kevin asks Paola about her day"), quote
-  a message with the speaker's name in front, keep the first person of a person's message, or are about an
-  unresolved "it" or "this".
-* **Who.** The person a fact is about (the first person it names) must be the speaker of a cited message or be
-  named in one: a first-person statement belongs to its speaker, never to the listener.
+  "Nice! I'll remember that."), only report a dialogue move ("Kevin asks Paola about her day") or a reaction to the
+  other speaker's news ("Jon is impressed by Gina's store"), quote a message with the speaker's name in front, keep
+  another person's "I", or are about an unresolved "it" or "this". A copied tail of talk to "you" is cut off.
+* **Who.** Every speaker a fact names must have said a cited message or be spoken of in one (being addressed,
+  "Thanks, Maria!", is not being spoken of): a first-person statement belongs to its speaker, never to the
+  listener, and words to the listener are not the speaker's news. A possession must be stated by its owner.
 * **What.** Names and numbers in the fact must occur in the cited messages, and enough of its content words must
-  (``min_coverage``), or its embedding must be close to a cited message's (``min_similarity``: a paraphrase).
-  A fact made only from questions asserts nothing (unless it says someone asked).
+  (``min_coverage``; a fact about a speaker in one message of theirs), or its embedding must be close to a cited
+  message's (``min_similarity``: a paraphrase). A question asserts nothing (unless the fact says someone asked).
 * **When.** A time phrase of the fact must name a period its messages' own words (or the day they were said)
   place it in: no invented dates.
 * **Citations.** A fact whose cited messages fail but a message near them passes is re-pointed to that message
