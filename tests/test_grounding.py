@@ -218,3 +218,20 @@ def test_a_reaction_to_the_other_speakers_news_is_junk() -> None:
     assert [f.text for f in report.kept] == ["Gina opened her own dance store last month"]
     assert {(r.text, r.reason) for r in report.rejected} == {("Jon is impressed by Gina's store", "junk"),
                                                             ("Jon is proud of Gina", "junk")}
+
+
+def test_a_dropped_negation_and_a_question_with_a_preamble_are_caught() -> None:
+    lines = [SourceLine("a", "Fahim", "I've never been a pistons fan but I really want them to win.", 0, T0),
+             SourceLine("b", "Fahim", "I know you like going to the gym, you think you'll hit the gym today?", 1, T0),
+             SourceLine("c", "Tim", "I don't surf but reading a fantasy book relaxes me.", 2, T0),
+             SourceLine("d", "Kevin", "I was thinking about visiting Pisa, what do you think?", 3, T0)]
+    report = FactChecker().check([
+        _fact("Fahim is a Pistons fan", "a"),
+        _fact("Fahim thinks he might hit the gym today", "b"),
+        _fact("Tim finds reading a fantasy book relaxing", "c"),  # the negation is the surfing's
+        _fact("Kevin was thinking about visiting Pisa", "d"),  # a statement before a tag question
+    ], lines)
+    assert [f.text for f in report.kept] == ["Tim finds reading a fantasy book relaxing",
+                                             "Kevin was thinking about visiting Pisa"]
+    assert [(r.text, r.reason) for r in report.rejected] == [("Fahim is a Pistons fan", "content"),
+                                                             ("Fahim thinks he might hit the gym today", "question")]

@@ -257,7 +257,7 @@ class FactChecker:
         who = _who(plain, cited, speakers)
         if who:
             return _Verdict(False, "speaker", who)
-        what = self._what(plain, cited, speakers, similarity or {})
+        what = self._what(plain, cited, speakers, similarity or {}) or _negation_dropped(plain, best, speakers)
         if what:
             return _Verdict(False, "content", what)
         when = _when(plain, cited)
@@ -612,14 +612,43 @@ def _when(plain: str, cited: Sequence[SourceLine]) -> str:
     return ""
 
 
+_NEGATION = re.compile(r"\b(?:not|never|no|n't|dont|didnt|doesnt|isnt|wasnt|cant|wont|havent|hasnt)\b|n't\b",
+                       re.IGNORECASE)
+
+
+def _negation_dropped(plain: str, best: tuple[SourceLine, str] | None, speakers: set[str]) -> str:
+    """A fact that drops the negation its message put on what it says ("Fahim is a Pistons fan" from "I've never
+    been a pistons fan"): a negation within three words before a content word the two share (up to a "but"), none in
+    the fact."""
+    if best is None or _NEGATION.search(plain):
+        return ""
+    shared = content_words(plain, list(speakers)) & content_words(best[1])
+    tokens = [w.lower() for w in re.findall(r"[A-Za-z0-9']+", best[1].replace("’", "'"))]
+    for i, token in enumerate(tokens):
+        if _NEGATION.fullmatch(token) or token.endswith("n't"):
+            after = tokens[i + 1 : i + 4]
+            # "I don't surf but reading relaxes me": the negation ends at the turn.
+            cut = next((k for k, w in enumerate(after) if w in ("but", "though", "although", "however", "yet")), None)
+            window = content_words(" ".join(after[:cut]))
+            if window & shared:
+                return f"its message says not: {' '.join(tokens[i : i + 4])!r}"
+    return ""
+
+
 def _is_question(text: str) -> bool:
     """A message that only asks: every sentence of it is a question. "I was thinking about Pisa, what do you
     think?" states something before it asks."""
     sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if _WORD.search(s)]
-    return bool(sentences) and all(s.rstrip().endswith("?") and not _STATES.match(s) for s in sentences)
+    return bool(sentences) and all(s.rstrip().endswith("?") and not _states(s) for s in sentences)
 
 
-# A sentence that opens with its speaker doing or being something states it, whatever mark it ends with.
+def _states(sentence: str) -> bool:
+    """A sentence ending in "?" that states something first: its speaker doing or being something, then a short tag
+    ("I was thinking about Pisa, what do you think?"); "I know you like the gym, you think you'll go today?" asks."""
+    head, _, tag = sentence.rpartition(",")
+    return bool(head) and bool(_STATES.match(head)) and len(_WORD.findall(tag)) <= 5
+
+
 _STATES = re.compile(r"^\W*(?:I|I'm|I've|I'd|I'll|Im|Ive|We|We're|We've|My|Our)\b(?!\s+(?:you|we|I)\b)")
 
 
