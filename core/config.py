@@ -111,10 +111,11 @@ class RecallSettings(BaseModel):
     # distinct_evidence, whichever of a fact and its message comes second is packed after every memory that adds
     # evidence). "keys": a fact brings the messages it cites in at its own rank and follows them (LongMemEval's key
     # expansion, arXiv 2410.10813). The rule: never below raw turns at R@5, R@10 and within 1,000 tokens on either dev
-    # set (recorded answers replayed, facts checked): LoCoMo dev raw 79.4 / 87.1 / 98.4, below_sources 81.0 / 91.1 /
-    # 98.4, as_ranked 83.8 / 90.3 / 99.0, keys 83.8 / 89.5 / 97.6; REALTALK dev (22 questions) raw 46.4 / 58.6 / 67.7,
-    # below_sources 49.5 / 58.6 / 68.6, as_ranked 48.6 / 54.1 / 68.6, keys 48.6 / 54.1 / 67.7. Only below_sources
-    # holds on both. docs/BENCHMARKS.md, "Grounded beliefs".
+    # set (recorded answers replayed, facts checked): LoCoMo dev raw 79.4 / 87.1 / 98.4, below_sources 81.8 / 91.1 /
+    # 98.4, as_ranked 83.8 / 90.3 / 99.0, keys 83.8 / 89.5 / 97.8; REALTALK dev (22 questions) raw 46.4 / 58.6 / 67.7,
+    # below_sources 48.6 / 56.4 / 68.6, as_ranked 48.6 / 54.1 / 68.6, keys 48.6 / 54.1 / 67.7. below_sources comes
+    # closest (half a question below raw at R@10 on REALTALK, the others a whole one). docs/BENCHMARKS.md, "Grounded
+    # beliefs".
     fact_ranking: Literal["below_sources", "as_ranked", "keys"] = Field(
         "below_sources", description="below_sources: a fact never before the first message it cites; as_ranked: a "
                                      "fact ranks on its own; keys: a fact found brings its cited messages in at its "
