@@ -270,3 +270,13 @@ def test_the_whole_file_import_grew_with_the_file(tmp_path: Path, monkeypatch: p
     small, small_file = _import_peak(tmp_path, 100, whole=True)
     large, large_file = _import_peak(tmp_path, 600, whole=True)
     assert large - small > large_file - small_file, (small, large)
+
+
+def test_two_in_memory_indexes_in_one_process_are_apart(tmp_path: Path) -> None:
+    """``vectors="memory"`` twice in one process: Chroma shares one in-memory system, each index has its own database
+    (a bank "b" of one test was counted by another's)."""
+    with Hindsight.open(graph=str(tmp_path / "one.sqlite"), vectors="memory", start_worker=False) as one, \
+            Hindsight.open(graph=str(tmp_path / "two.sqlite"), vectors="memory", start_worker=False) as two:
+        one.bank("b").retain("Hana bakes bread.", extract=False)
+        two.bank("b")
+        assert one.index.count("b") == 1 and two.index.count("b") == 0

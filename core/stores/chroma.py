@@ -135,11 +135,19 @@ class ChromaVectorIndex:
 
     @classmethod
     def ephemeral(cls) -> ChromaVectorIndex:
-        """In-memory index for tests and throwaway use."""
+        """In-memory index for tests and throwaway use; each is its own (Chroma keeps one in-memory system per process,
+        so every ephemeral index gets a database of its own in it: two ``vectors="memory"`` stores in one process
+        never see each other's vectors)."""
+        import uuid
+
         import chromadb
         from chromadb.config import Settings
 
-        return cls(chromadb.EphemeralClient(settings=Settings(anonymized_telemetry=False, allow_reset=True)))
+        settings = Settings(anonymized_telemetry=False, allow_reset=True)
+        database = f"hindsight-{uuid.uuid4().hex}"
+        chromadb.AdminClient(Settings(anonymized_telemetry=False, allow_reset=True, is_persistent=False)
+                             ).create_database(database)
+        return cls(chromadb.EphemeralClient(settings=settings, database=database))
 
     # guarded access ------------------------------------------------------------------------------
     def _reading(self) -> contextlib.AbstractContextManager[None]:
