@@ -116,7 +116,7 @@ def extract_session(row: dict[str, Any], session: Session, checker: FactChecker,
     if when is None:
         raise ValueError(f"session {row['session']} has no date")
     facts = LLMExtractor(model).extract(messages, document_time=when)
-    return checker.check(facts, source_lines(messages, [str(m.id) for m in messages], when)), facts
+    return checker.check(facts, source_lines(messages, when)), facts
 
 
 def score(sets: Sequence[tuple[dict[str, Any], GroundingReport, list[Any]]],

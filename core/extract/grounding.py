@@ -382,12 +382,11 @@ def _evidence_groups(plain: str, cited: Sequence[SourceLine], speakers: set[str]
     return [[line, *asked] for line in own] or [list(cited)]
 
 
-def source_lines(messages: Sequence[Message], labels: Sequence[str], default_time: datetime | None = None,
-                 ) -> list[SourceLine]:
-    """The messages as the check sees them, each under the label a fact cites it by."""
-    return [SourceLine(label=label, speaker=(m.speaker or "unknown").strip() or "unknown", text=m.text, index=i,
+def source_lines(messages: Sequence[Message], default_time: datetime | None = None) -> list[SourceLine]:
+    """The messages as the check sees them, each under its id (the label a fact cites it by)."""
+    return [SourceLine(label=str(m.id), speaker=(m.speaker or "unknown").strip() or "unknown", text=m.text, index=i,
                        time=m.timestamp or default_time)
-            for i, (m, label) in enumerate(zip(messages, labels, strict=True))]
+            for i, m in enumerate(messages)]
 
 
 # ---- the rules ----------------------------------------------------------------------------------------------

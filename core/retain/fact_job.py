@@ -77,7 +77,7 @@ class FactJob:
             facts = self.retainer.extract_facts(doc, labelled)
         except EmptyExtractionError:
             facts = []  # greetings and small talk: the raw units hold all there is, and a retry would say the same
-        checked = self.checker.check(facts, source_lines(labelled, [str(m.id) for m in labelled], doc.timestamp))
+        checked = self.checker.check(facts, source_lines(labelled, doc.timestamp))
         facts = checked.kept
         if report is not None:
             report.kept, report.rejected, report.repointed = checked.kept, checked.rejected, checked.repointed
