@@ -7,10 +7,31 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# apt-get that waits while another apt or dpkg process holds a lock instead of failing at once (exit 100):
+# DPkg::Lock::Timeout makes it wait for dpkg's lock; the package lists' and the archives' locks (a concurrent
+# "apt-get update" or download) are not covered by it (apt 2.6), so a run that could not get a lock is tried again
+# every 5 s, for up to 10 minutes in all.
+APT_LOCK_WAIT_S="${APT_LOCK_WAIT_S:-600}"
+apt_get() {
+    local waited=0 rc err
+    err="$(mktemp)"
+    while true; do
+        rc=0
+        $SUDO apt-get -o DPkg::Lock::Timeout="$APT_LOCK_WAIT_S" "$@" 2> "$err" || rc=$?
+        if [ "$rc" = 0 ] || ! grep -q "Could not get lock" "$err" || [ "$waited" -ge "$APT_LOCK_WAIT_S" ]; then
+            cat "$err" >&2
+            rm -f "$err"
+            return "$rc"
+        fi
+        [ "$waited" != 0 ] || echo "apt is busy (another process holds its lock): waiting" >&2
+        sleep 5
+        waited=$((waited + 5))
+    done
+}
 # A real browser for the memory explorer's page tests: Debian's chromium and its chromedriver.
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq && $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+    apt_get update -qq && apt_get install -y -qq chromium chromium-driver >/dev/null
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 ANONYMIZED_TELEMETRY=False
 # Let Python cache the bytecode of what it imports: uv installs without .pyc files, and under PYTHONDONTWRITEBYTECODE
