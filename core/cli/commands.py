@@ -68,18 +68,21 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits on --help and usage errors; callers in-process want a code
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    if getattr(args, "verbose", False):
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                            format="%(levelname)s %(name)s: %(message)s")
     if hasattr(args, "delegate"):  # another program's command line (bench): it prints and exits on its own
+        if getattr(args, "verbose", False):
+            logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                                format="%(levelname)s %(name)s: %(message)s")
         return int(args.delegate(args))
     if not hasattr(args, "func"):
         parser.print_help(sys.stderr)
         return EXIT_ERROR
 
     from ..errors import HindsightError
+    from .safe_output import escaped_output, setup_logging
 
-    return run_parsed(args, (HindsightError, CLIError, OSError))
+    setup_logging(args, argv)  # scrubbed of secrets at every verbosity (llm/logsafe.py)
+    with escaped_output():  # no control or bidi character reaches the terminal raw
+        return run_parsed(args, (HindsightError, CLIError, OSError))
 
 
 def build_parser() -> argparse.ArgumentParser:

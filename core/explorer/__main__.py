@@ -4,11 +4,10 @@ own (the same options; used by the tests and the load benchmark)."""
 from __future__ import annotations
 
 import argparse
-import logging
-import sys
 
 from ..cli.options import add_store_options
 from ..cli.run import run_parsed
+from ..cli.safe_output import escaped_output, setup_logging
 from ..errors import HindsightError
 from .cli import add_ui_options, cmd_ui
 
@@ -22,9 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     add_ui_options(parser)
     parser.set_defaults(func=cmd_ui, json=False)
     args = parser.parse_args(argv)
-    if args.verbose:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    return run_parsed(args, (HindsightError, OSError))
+    setup_logging(args, argv)  # scrubbed of secrets at every verbosity
+    with escaped_output():
+        return run_parsed(args, (HindsightError, OSError))
 
 
 if __name__ == "__main__":

@@ -84,7 +84,8 @@ def serve(
                 import webbrowser
 
                 webbrowser.open(f"{url}/#token={guard.token}" if guard.token else url)
-            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+            # log_config=None: uvicorn's records go to the scrubbing handler of the command (cli/safe_output.py).
+            config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", log_config=None)
             uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()

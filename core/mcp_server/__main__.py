@@ -7,11 +7,11 @@ one ``error: ...`` line on stderr and exit with status 2, as every ``hindsight``
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
 from ..cli.options import global_options
 from ..cli.run import EXIT_ERROR, run_parsed
+from ..cli.safe_output import escaped_output, setup_logging
 from ..errors import HindsightError
 from .cli import add_commands
 
@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser().parse_args(["mcp", *arguments])
     except SystemExit as exc:  # --help and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
-    if args.verbose:
-        logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    return run_parsed(args, (HindsightError, OSError))
+    setup_logging(args, arguments)  # scrubbed of secrets at every verbosity
+    with escaped_output():
+        return run_parsed(args, (HindsightError, OSError))
 
 
 if __name__ == "__main__":

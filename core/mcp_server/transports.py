@@ -143,7 +143,9 @@ async def serve_http(server: MCPServer[Any], host: str, port: int, *,
                                           transport_security=transport_security(host, sock.getsockname()[1]))
     if access is not None and access.required:
         app = BearerTokenGuard(app, access)
-    config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S)
+    # log_config=None: uvicorn's records (its tracebacks included) go to the process's handler, which a command
+    # makes the scrubbing one (cli/safe_output.py), instead of handlers of uvicorn's own.
+    config = uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S, log_config=None)
     http = uvicorn.Server(config)
     serving = asyncio.ensure_future(http.serve(sockets=[sock]))
     try:

@@ -17,12 +17,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import traceback
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
 from ..errors import ClosedError, LLMUnavailableError
+from ..llm.logsafe import describe_exception, safe_text
 from ..models import Job, utcnow
 from ..stores.base import JobQueue
 from .gate import CommitGate
@@ -135,18 +135,22 @@ class Worker:
     def _failed(self, job: Job, exc: Exception) -> None:
         """Record a failed attempt: retried later with a growing delay, or failed for good."""
         detail = f"{type(exc).__name__}: {exc}"
+        # Logged scrubbed, the traceback too: its chain holds the original exceptions (an upstream's error echoing
+        # the Authorization header), which the library's own errors were scrubbed of.
+        shown = safe_text(detail[:2000])
         # A missing handler or a model that is not installed will not appear by retrying.
         if job.attempts >= self.max_attempts or isinstance(exc, (LookupError, LLMUnavailableError)):
             if self._record(job, error=detail[:2000]):
                 self.counts["failed"] += 1
                 log.error("job %s (%s) failed for good after %d attempts: %s", job.id, job.kind, job.attempts,
-                          detail)
+                          shown)
         else:
             delay = self.backoff_s * 2 ** (job.attempts - 1)
             if self._record(job, error=detail[:2000], retry_at=utcnow() + timedelta(seconds=delay)):
                 self.counts["retried"] += 1
-                log.warning("job %s (%s) failed (attempt %d), retrying in %.0f s: %s\n%s", job.id, job.kind,
-                            job.attempts, delay, detail, traceback.format_exc(limit=3))
+                log.warning("job %s (%s) failed (attempt %d), retrying in %.0f s: %s", job.id, job.kind,
+                            job.attempts, delay, shown)
+                log.debug("job %s (%s) traceback:\n%s", job.id, job.kind, describe_exception(exc))
 
     def _record(self, job: Job, **outcome: Any) -> bool:
         """Store a job's outcome as a gated write; False once the gate is closed (the lease hands the job back)."""
@@ -162,10 +166,10 @@ class Worker:
         while not self._stop.is_set() and not self.gate.closed:
             try:
                 ran = self.run_once()
-            except Exception:  # a store failure must not kill the worker thread
+            except Exception as exc:  # a store failure must not kill the worker thread
                 if self._stop.is_set() or self.gate.closed:
                     break  # the stores closed under it: nothing to report, the lease hands the job back
-                log.exception("background worker error")
+                log.error("background worker error: %s", describe_exception(exc))
                 ran = False
             if not ran:
                 with self._idle:
