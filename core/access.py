@@ -6,7 +6,10 @@ never the token), its scope (``read`` or ``read-write``) and its banks (a list, 
 - a token file (``TokenFile``, managed with ``hindsight token add|list|remove``): JSON, mode 0600, holding for each
   token its id, scope, banks, a random salt and ``sha256(salt + token)``, never the token itself. Tokens are 256
   random bits, so a fast salted hash is as safe as a slow one would be for a password, and checking a request
-  costs microseconds. The file is re-read when it changes, so a removed token stops working at once;
+  costs microseconds. The file is re-read when it changes, so a removed token stops working at once. A change
+  (add, remove) holds an exclusive lock on the file's folder across processes (``fcntl.flock``), reads the file
+  afresh under it and replaces it atomically, so two changes made at once both land. The file is trusted only
+  when this user (or root) owns it and its folder, and no other user can write either;
 - or one token from the environment (``$HINDSIGHT_MCP_TOKEN``, ``$HINDSIGHT_UI_TOKEN``), which grants read-write
   on every bank, as it always has.
 
@@ -19,6 +22,8 @@ unknown one, so a scoped caller never learns that another bank exists).
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import hashlib
 import hmac
 import json
@@ -29,7 +34,8 @@ import secrets
 import stat
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -53,6 +59,8 @@ TOKEN_PREFIX = "hst_"
 FORMAT_VERSION = 1
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _MAX_PRESENTED = 512  # longer than any token: refused before hashing
+LOCK_WAIT_S = 30.0
+"""How long a change waits for another process's change to the same token file before giving up."""
 T = TypeVar("T")
 log = logging.getLogger(__name__)
 
@@ -209,9 +217,7 @@ class TokenFile:
             return self._entries
 
     def _read(self, info: os.stat_result) -> tuple[TokenEntry, ...]:
-        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            # Whoever can write the file can add a token of their own.
-            raise TokenFileError(f"the token file {self.path} is writable by other users; chmod 600 it")
+        self._check_trusted(info)
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except OSError as exc:
@@ -225,6 +231,28 @@ class TokenFile:
             raise TokenFileError(f"the token file {self.path} names a token id twice")
         return entries
 
+    def _check_trusted(self, info: os.stat_result) -> None:
+        """Refuse a file another user could have written: its mode, its owner, and its folder's."""
+        trusted = {os.geteuid(), 0}  # this user, or root (who can write anything anyway)
+        folder = self.path.parent
+        try:
+            where = folder.stat()
+        except OSError as exc:
+            raise TokenFileError(f"cannot read the token file's folder {folder}: {exc.strerror or exc}") from None
+        if where.st_uid not in trusted:
+            raise TokenFileError(f"the token file's folder {folder} belongs to another user (uid {where.st_uid}), "
+                                 "who could replace the file; keep it in a folder of your own")
+        if where.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not where.st_mode & stat.S_ISVTX:
+            # In a folder others can write (and that is not sticky), anyone can rename another file over it.
+            raise TokenFileError(f"the token file's folder {folder} is writable by other users, who could replace "
+                                 "the file; chmod 700 it or keep the file elsewhere")
+        if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            # Whoever can write the file can add a token of their own.
+            raise TokenFileError(f"the token file {self.path} is writable by other users; chmod 600 it")
+        if info.st_uid not in trusted:
+            raise TokenFileError(f"the token file {self.path} belongs to another user (uid {info.st_uid}); only "
+                                 "a file of this user (or root) is trusted")
+
     def match(self, presented: str) -> Grant | None:
         """The grant of ``presented``, or None when it is no token of this file."""
         entry = _match(self.entries(), presented)
@@ -232,24 +260,62 @@ class TokenFile:
 
     def add(self, token_id: str, *, scope: str = READ_WRITE, banks: Sequence[str] | None = None) -> str:
         """Add a new token; returns it (the only time it is ever seen: the file keeps its hash)."""
-        entries = list(self.entries())
-        if any(e.id == token_id for e in entries):
-            raise TokenFileError(f"token {token_id!r} exists already in {self.path}; remove it first")
-        token = new_token()
-        self._write([*entries, make_entry(token_id, token, scope=scope, banks=banks)])
-        return token
+        entry_token = new_token()
+        entry = make_entry(token_id, entry_token, scope=scope, banks=banks)
+        with self._changing() as folder_fd:
+            entries = list(self._read_now())
+            if any(e.id == token_id for e in entries):
+                raise TokenFileError(f"token {token_id!r} exists already in {self.path}; remove it first")
+            self._write([*entries, entry], folder_fd)
+        return entry_token
 
     def remove(self, token_id: str) -> None:
         """Remove a token; it stops working at the next request of a running server."""
-        entries = list(self.entries())
-        kept = [e for e in entries if e.id != token_id]
-        if len(kept) == len(entries):
-            raise TokenFileError(f"no token {token_id!r} in {self.path}")
-        self._write(kept)
+        with self._changing() as folder_fd:
+            entries = list(self._read_now())
+            kept = [e for e in entries if e.id != token_id]
+            if len(kept) == len(entries):
+                raise TokenFileError(f"no token {token_id!r} in {self.path}")
+            self._write(kept, folder_fd)
 
-    def _write(self, entries: Sequence[TokenEntry]) -> None:
-        """Replace the file: a 0600 temporary file beside it, then an atomic rename."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    def _read_now(self) -> tuple[TokenEntry, ...]:
+        """The entries as the file holds them this moment (under the change lock: never a cached copy)."""
+        try:
+            info = self.path.stat()
+        except FileNotFoundError:
+            return ()
+        except OSError as exc:
+            raise TokenFileError(f"cannot read the token file {self.path}: {exc.strerror or exc}") from None
+        return self._read(info)
+
+    @contextlib.contextmanager
+    def _changing(self) -> Iterator[int]:
+        """Hold the exclusive change lock of this file across processes; yields the folder's descriptor.
+
+        The lock is ``flock`` on the folder itself: the file is replaced by a rename, so a lock on the file would be
+        on an inode that the next change retires, and the folder leaves no lock file behind.
+        """
+        folder = self.path.parent
+        _make_private_folders(folder)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            deadline = time.monotonic() + LOCK_WAIT_S
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError as exc:
+                    if exc.errno not in (errno.EAGAIN, errno.EACCES) or time.monotonic() > deadline:
+                        raise TokenFileError(f"another process has been changing {self.path} for over "
+                                             f"{LOCK_WAIT_S:.0f} s; try again") from None
+                    time.sleep(0.01)
+            with self._lock:  # and one change at a time within this process (flock is per open file)
+                yield fd
+        finally:
+            os.close(fd)  # releases the flock
+
+    def _write(self, entries: Sequence[TokenEntry], folder_fd: int) -> None:
+        """Replace the file: a 0600 temporary file beside it, then an atomic rename, made durable."""
         text = json.dumps({"version": FORMAT_VERSION, "tokens": [e.to_json() for e in entries]}, indent=2)
         fd, temporary = tempfile.mkstemp(prefix=".tokens-", dir=self.path.parent)  # O_EXCL, mode 0600
         try:
@@ -262,8 +328,24 @@ class TokenFile:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
             raise
-        with self._lock:
-            self._seen = None  # read back on next use
+        with contextlib.suppress(OSError):
+            os.fsync(folder_fd)  # the rename itself survives a crash
+        self._seen = None  # read back on next use (the caller holds self._lock)
+
+
+def _make_private_folders(folder: Path) -> None:
+    """Create ``folder`` and any missing folder above it, each 0700 (``mkdir(parents=True)`` would give the parents
+    the umask's mode, 0755 by default)."""
+    missing: list[Path] = []
+    here = folder
+    while not here.exists():
+        missing.append(here)
+        if here.parent == here:
+            break
+        here = here.parent
+    for path in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made by a process beside this one
+            path.mkdir(mode=0o700)
 
 
 class Access:
