@@ -101,8 +101,10 @@ def test_an_import_round_trip_keeps_the_trail(hs: Hindsight, tmp_path: Path) -> 
     report = hs.import_bank(tmp_path / "b.jsonl.gz", bank_id="copy")
     assert report.counts["audit"] == len(source_trail) == 2
     copied = hs.audit("copy", oldest_first=True)
+    # Each carried entry is marked imported, by this (api) import; what the file says of it is kept in its summary.
     assert [(e.id, e.operation, e.surface, e.token_id, e.document_id) for e in copied[:-1]] == \
-        [(e.id, e.operation, e.surface, e.token_id, e.document_id) for e in source_trail]
+        [(e.id, "imported", "api", None, e.document_id) for e in source_trail]
+    assert "retain via mcp (token tok1)" in copied[1].summary and "b.jsonl.gz" in copied[1].summary
     # Under another bank id the memory ids are renewed, and the trail follows them.
     assert copied[1].memory_ids != kept.memory_ids
     assert hs.bank("copy").memories(copied[1].memory_ids)[0].text == "Fay grows tomatoes."
@@ -110,7 +112,7 @@ def test_an_import_round_trip_keeps_the_trail(hs: Hindsight, tmp_path: Path) -> 
     assert copied[-1].counts["unit"] == 1 and "b.jsonl.gz" in copied[-1].summary
     # Importing the same file again (replacing) adds one import entry, not a second copy of the trail.
     hs.import_bank(tmp_path / "b.jsonl.gz", bank_id="copy", replace=True)
-    assert [e.operation for e in hs.audit("copy", oldest_first=True)] == ["create_bank", "retain", "import", "import"]
+    assert [e.operation for e in hs.audit("copy", oldest_first=True)] == ["imported", "imported", "import", "import"]
 
 
 def test_a_version_1_file_without_a_trail_still_imports(hs: Hindsight, tmp_path: Path) -> None:

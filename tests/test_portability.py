@@ -216,8 +216,11 @@ def test_round_trip_with_vectors_gzip_copies_the_vectors(source: Hindsight, targ
     target.bank(SOURCE).export(again, with_vectors=True)
     first, second = ([json.loads(line) for line in gzip.decompress(p.read_bytes()).splitlines()[1:-1]]
                      for p in (path, again))
-    # ... and the trail carries over, with the import's own entry after it.
-    assert [r for r in second if r["record"] == "audit"][:-1] == [r for r in first if r["record"] == "audit"]
+    # ... and the trail carries over in its order, marked imported, with the import's own entry after it.
+    assert [(r["id"], r["document_id"]) for r in second if r["record"] == "audit"][:-1] == \
+        [(r["id"], r["document_id"]) for r in first if r["record"] == "audit"]
+    assert [r["operation"] for r in second if r["record"] == "audit"][:-1] == ["imported"] * sum(
+        r["record"] == "audit" for r in first)
     assert [r for r in second if r["record"] == "audit"][-1]["operation"] == "import"
     first, second = ([r for r in f if r["record"] != "audit"] for f in (first, second))
     assert [{k: v for k, v in r.items() if k != "vector"} for r in first] == \

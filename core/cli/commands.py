@@ -318,6 +318,7 @@ def cmd_recall(args: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
+@cli_write  # reflect stores the opinions it forms: a write like any other, recorded as the cli's
 def cmd_reflect(args: argparse.Namespace) -> dict[str, Any] | None:
     """``reflect BANK QUERY``: hands the question to ``Bank.reflect`` and prints what it returns."""
     from ..models import Disposition

@@ -39,6 +39,7 @@ from ..runtime.leases import host_key, pid_alive
 from ..stores import audit
 from ..stores.base import GraphStore, Mention, UnitBatch
 from ..vectors.unit_text import embedding_text, search_contexts, vector_metadata
+from . import trail
 from .archive import BankArchive
 from .errors import BankExistsError, VerificationError
 from .format import EntityRecord, OpinionHistoryRecord, UnitRecord
@@ -375,15 +376,20 @@ def _record_trail(engine: Engine, archive: BankArchive, marker: str, source: str
     bank_id = archive.bank.id
     operation = "import" if marker == IMPORT_MARKER else "migrate"
     what = f"{operation} of bank {bank_id!r}"
+    now = utcnow()
+    # Imported entries are dated in the microseconds before now, one apart, so that they keep the file's order.
+    at = now - timedelta(microseconds=len(archive.audit))
     carried: list[AuditEntry] = []
-    for record in archive.audit:  # a batch at a time: a streamed trail is never held whole
-        carried.append(record.entry(bank_id))
+    for n, record in enumerate(archive.audit):  # a batch at a time: a streamed trail is never held whole
+        # A file's entries are claims, marked imported (trail.py); a migration's are this user's own trail.
+        carried.append(trail.imported_entry(record, bank_id, source=source, at=at + timedelta(microseconds=n))
+                       if operation == "import" else record.entry(bank_id))
         if len(carried) == AUDIT_BATCH:
             audit.append(engine.store, carried, what)
             carried = []
     own = audit.entry(bank_id, operation, counts={k: v for k, v in counts.items() if k != "vector"},
                       summary=f"{source}; {len(archive.audit)} audit entries carried")
-    audit.append(engine.store, [*carried, own], what)
+    audit.append(engine.store, [*carried, trail.after(own, now)], what)
 
 
 def _marker_job(
