@@ -11,6 +11,7 @@ Usage::
     hindsight-bench dates --split test
     hindsight-bench cara --out results/ [--llm-url URL --llm-model NAME]
     hindsight-bench observations [--sessions 1 --entities 3 | --labelled-only]
+    hindsight-bench updates --split dev [--default] [--out results/]
 
 ``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
 group and calls ``main`` with the rest of its command line. ``--json`` prints one JSON document on stdout and
@@ -43,6 +44,7 @@ from .commands import (
     cmd_reembed,
     cmd_scale,
 )
+from .updates import cmd_updates
 
 EXIT_ERROR = 2
 
@@ -300,6 +302,21 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--live", action="store_true", help="ask the model (the local one unless HINDSIGHT_LLM_BASE_URL "
                                                        "names one) instead of replaying the recorded answers")
     p.set_defaults(func=cmd_beliefs)
+
+    p = sub.add_parser("updates", parents=[common], help="beliefs that change: current vs superseded, supersession",
+                       description="Retains the labelled update set (chats with updates and look-alikes) raw, and "
+                                   "with --default through the model too, and prints per split: current outranks "
+                                   "superseded, past questions that find the old, supersession precision and recall, "
+                                   "look-alikes wrongly superseded.")
+    p.add_argument("--split", choices=("dev", "test", "all"), default="all",
+                   help="conversations to score (default all; tune on dev, test is the headline)")
+    p.add_argument("--data", help="an update set in the same JSONL format (default: the bundled set)")
+    p.add_argument("--conversations", type=name_list, help="comma-separated conversation ids (default: all)")
+    p.add_argument("--default", action="store_true",
+                   help="also the default path (extract=True: the local model unless HINDSIGHT_LLM_BASE_URL; slow)")
+    p.add_argument("--workdir", help="keep the banks here (default: a temporary directory)")
+    p.add_argument("--out", help="also write updates.json and updates.md in this folder")
+    p.set_defaults(func=cmd_updates)
 
     p = sub.add_parser("dates", parents=[common], help="dates of plans and reports: accuracy by kind",
                        description="Resolves every labelled sentence (plans, reports, holidays, dates with and "
