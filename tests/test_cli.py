@@ -209,7 +209,7 @@ def test_usage_errors(store: Path, capsys: pytest.CaptureFixture[str], tmp_path:
     code, _, err = run(store, capsys, "retain", "b", str(tmp_path / "absent.json"), "--no-extract")
     assert code == 2 and "no such file" in err
     code, _, err = run(store, capsys, "recall", "chat", "q", "--budget", "0")
-    assert code == 2 and "must be positive" in err
+    assert code == 2 and "expected a whole number from 1 to 100000, not '0'" in err
     assert main(["--help"]) == 0
 
 

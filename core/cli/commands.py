@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
-from .options import global_options, location, open_store
-from .run import EXIT_ERROR, cli_write, one_line, run_parsed
+from .options import MAX_BUDGET, MAX_MEMORIES, fraction, global_options, location, open_store, whole_number
+from .run import EXIT_ERROR, cli_write, one_line, quiet_progress, run_parsed
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -150,9 +150,10 @@ def _add_recall(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("recall", parents=[common], help="memories relevant to a query, within a token budget")
     p.add_argument("bank", help="bank id")
     p.add_argument("query", help="what to recall")
-    p.add_argument("--budget", type=_positive_int, default=DEFAULT_BUDGET,
+    p.add_argument("--budget", type=whole_number(1, MAX_BUDGET), default=DEFAULT_BUDGET, metavar=f"1..{MAX_BUDGET}",
                    help=f"token budget of the returned memories (default {DEFAULT_BUDGET})")
-    p.add_argument("--max", dest="max_memories", type=_positive_int, help="return at most this many memories")
+    p.add_argument("--max", dest="max_memories", type=whole_number(1, MAX_MEMORIES), metavar=f"1..{MAX_MEMORIES}",
+                   help="return at most this many memories")
     p.add_argument("--network", dest="networks", action="append", choices=NETWORKS,
                    help="only this network (repeatable)")
     p.add_argument("--reference-time", help='"now" for time expressions in the query (default: now)')
@@ -166,12 +167,14 @@ def _add_reflect(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser("reflect", parents=[common], help="answer a question from memory (CARA)")
     p.add_argument("bank", help="bank id")
     p.add_argument("query", help="the question")
-    p.add_argument("--budget", type=_positive_int, default=2000, help="recall budget in tokens (default 2000)")
+    p.add_argument("--budget", type=whole_number(1, MAX_BUDGET), default=2000, metavar=f"1..{MAX_BUDGET}",
+                   help="recall budget in tokens (default 2000)")
     p.add_argument("--reference-time", help="'now' for time expressions in the question")
     for trait in ("skepticism", "literalism", "empathy"):
-        p.add_argument(f"--{trait}", type=int, choices=range(1, 6), metavar="1..5",
+        p.add_argument(f"--{trait}", type=whole_number(1, 5), metavar="1..5",
                        help=f"override the bank's {trait} for this call")
-    p.add_argument("--bias", type=float, help="override the bank's bias (0..1) for this call")
+    p.add_argument("--bias", type=fraction(0.0, 1.0), metavar="0..1",
+                   help="override the bank's bias (0..1) for this call")
     p.set_defaults(func=cmd_reflect)
 
 
@@ -243,8 +246,10 @@ def _retain_sessions(args: argparse.Namespace, bank: Bank, sessions: list[Sessio
 
     many = len(sessions) > 1
     documents: list[dict[str, Any]] = []
-    for i, session in enumerate(tqdm(sessions, desc="retain", unit="doc", disable=not many, file=sys.stderr),
-                                start=1):
+    # A bar for several documents, on a terminal only (disable=None: tqdm asks stderr), once the work runs long
+    # (cli/run.py quiet_progress).
+    bar = tqdm(sessions, desc="retain", unit="doc", disable=None if many else True, file=sys.stderr)
+    for i, session in enumerate(bar, start=1):
         document_id = session.document_id or None
         if args.document_id:
             document_id = f"{args.document_id}:{session.document_id or i}" if many else args.document_id
@@ -438,7 +443,8 @@ def run_bench(args: argparse.Namespace) -> int:
               "benchmark's --workdir DIR)", file=sys.stderr)
         return EXIT_ERROR
     forwarded = [*(["--json"] if args.json else []), *(["--verbose"] if args.verbose else []), *args.bench_args]
-    return int(bench_main(forwarded, prog="hindsight bench"))
+    with quiet_progress():
+        return int(bench_main(forwarded, prog="hindsight bench"))
 
 
 def plugin_command(name: str) -> Callable[..., int]:
@@ -476,16 +482,6 @@ def _read_source(file: str) -> str:
     if not path.is_file():
         raise CLIError(f"no such file: {file}")
     return path.read_text(encoding="utf-8")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text}")
-    return value
 
 
 def _stderr_print(*values: Any, **kwargs: Any) -> None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import Iterator
+import math
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ..stores.locate import StoreLocation
@@ -38,6 +39,53 @@ def add_store_options(p: argparse.ArgumentParser, default: Any = None) -> None:
     p.add_argument("--vectors", default=default,
                    help="vector index that goes with --graph: http://host:port (Chroma) or a directory "
                         "(default: $HINDSIGHT_VECTORS)")
+
+
+MAX_BUDGET = 100_000
+"""The largest token budget a command takes (the MCP tools' bound too): far above any model's context."""
+MAX_MEMORIES = 10_000
+"""The most memories ``recall --max`` asks for."""
+MAX_BATCH = 10_000
+"""The largest ``reembed --batch-size``: memories embedded in one step."""
+
+
+def whole_number(low: int, high: int) -> Callable[[str], int]:
+    """An argparse ``type``: a whole number from ``low`` to ``high``; anything else is a one-line usage error
+    (argparse prints it and exits with status 2)."""
+
+    def parse(text: str) -> int:
+        try:
+            # A bounded length first: int() of a 10,000-digit string is slow, and no bound needs more than 20.
+            value = int(text) if len(text.strip()) <= 20 else None
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"expected a whole number from {low} to {high}, not {_shown(text)}")
+        return value
+
+    return parse
+
+
+def fraction(low: float = 0.0, high: float = 1.0) -> Callable[[str], float]:
+    """An argparse ``type``: a finite number from ``low`` to ``high``; anything else (text, ``nan``, ``inf``,
+    ``1e308``) is a one-line usage error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text) if len(text.strip()) <= 30 else math.nan
+        except ValueError:
+            value = math.nan
+        if not low <= value <= high:  # NaN fails every comparison
+            raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, not {_shown(text)}")
+        return value
+
+    return parse
+
+
+def _shown(text: str) -> str:
+    """The user's value as an error quotes it: on one line and short."""
+    text = " ".join(text.split())
+    return repr(text if len(text) <= 24 else text[:23] + "…")
 
 
 def location(args: argparse.Namespace) -> StoreLocation:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from .options import location
+from .options import MAX_BATCH, location, whole_number
 from .run import cli_write
 
 if TYPE_CHECKING:
@@ -43,7 +43,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
                    help="every bank of the store (a store opens with one embedder: switch all its banks to use it)")
     p.add_argument("--embedder", required=True,
                    help="the new embedder: minilm, minilm-fp32, minilm-int8, mpnet, or any name the store accepts")
-    p.add_argument("--batch-size", type=int, default=256, help="memories embedded per step (default 256)")
+    p.add_argument("--batch-size", type=whole_number(1, MAX_BATCH), default=256, metavar=f"1..{MAX_BATCH}",
+                   help="memories embedded per step (default 256)")
     p.set_defaults(func=cmd_reembed)
 
 
