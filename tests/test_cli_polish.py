@@ -1,8 +1,9 @@
-"""A quiet command line (issue 41, the command line): progress bars only on a terminal and only for long work;
-numeric options bounded with one-line errors.
+"""A quiet, ordered command line (issue 41, the command line): progress bars only on a terminal and only for long
+work; recall in the order it packs, saying why a memory stands out of score order; numeric options bounded with
+one-line errors.
 
 The commands run as the user runs them, in a child process, on real stores built here (the embedder is the real
-one).
+one; the facts of the ordered-recall bank are written by a scripted model, so that the bank is the same every run).
 """
 
 from __future__ import annotations
@@ -11,16 +12,23 @@ import argparse
 import json
 import os
 import pty
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
+from scripted_llm import ScriptedLLM
 
+from hindsight_core import Hindsight
 from hindsight_core.cli.commands import build_parser, main
+from hindsight_core.cli.display import format_recall, placement_notes
 from hindsight_core.cli.options import MAX_BATCH, MAX_BUDGET, MAX_MEMORIES
 from hindsight_core.cli.run import LONG_WORK_S, progress_settings, quiet_progress
+from hindsight_core.config import RecallSettings, Settings
 
 MESSAGES = [
     {"speaker": "Ana", "text": "I started running every morning in January.", "id": "m1"},
@@ -139,6 +147,106 @@ def test_importing_the_command_line_sets_no_switch() -> None:
                           env=_cli_env(), check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------------------------------------
+# recall in packed order, with the reason
+# ------------------------------------------------------------------------------------------------
+def facts_answer(messages: list[dict[str, str]], schema: Any) -> dict[str, Any]:
+    """A fact per message that tells something (no question), in the third person, citing that message."""
+    if "summary" in schema.model_fields:
+        return {"summary": "Ana runs."}
+    body = messages[-1]["content"].split("Messages:\n", 1)[1]
+    facts = []
+    for label, text in re.findall(r"^\[([^\]]+)\] (?:\([^)]*\) )?\w+: (.*)$", body, flags=re.MULTILINE):
+        if "?" not in text:
+            fact = re.sub(r"\bmy\b", "her", re.sub(r"\bI\b", "Ana", text.rstrip(".")))
+            facts.append({"text": f"{fact}.", "src": [label], "start": "", "end": ""})
+    return {"facts": facts}
+
+
+@pytest.fixture(scope="module")
+def fact_bank(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A store whose bank ``runs`` holds six messages and the LLM facts citing them (default recall settings)."""
+    folder = tmp_path_factory.mktemp("ordered") / "memory"
+    with Hindsight.open(folder, llm=ScriptedLLM([facts_answer] * 20), start_worker=False) as hs:
+        bank = hs.bank("runs")
+        bank.retain(MESSAGES, timestamp=datetime(2024, 3, 1, 12, tzinfo=UTC), document_id="d1")
+        while hs.worker.run_once():
+            pass
+        assert sum(1 for m in bank.memories(hs.store.units_of_document("runs", "d1")) if m.cites) >= 2
+    return folder
+
+
+def parse_listing(out: str) -> list[dict[str, Any]]:
+    """The printed recall: per memory its rank, text, score and the reason line, if any."""
+    rows: list[dict[str, Any]] = []
+    for line in out.splitlines():
+        if m := re.match(r"^\s*(\d+)\. (.*)$", line):
+            rows.append({"rank": int(m.group(1)), "text": m.group(2), "why": None})
+        elif m := re.match(r"^    score (\d\.\d+) ·", line):
+            rows[-1]["score"] = float(m.group(1))
+        elif line.startswith("    placed here: "):
+            rows[-1]["why"] = line.removeprefix("    placed here: ")
+    return rows
+
+
+def test_recall_lists_memories_as_packed_and_says_why_one_is_out_of_score_order(fact_bank: Path) -> None:
+    query = "Where did Ana race?"
+    plain = hindsight("--path", str(fact_bank), "recall", "runs", query)
+    assert plain.returncode == 0, plain.stderr
+    rows = parse_listing(plain.stdout)
+    assert [r["rank"] for r in rows] == list(range(1, len(rows) + 1)) and len(rows) >= 6
+    # The order printed is the order packed (the JSON's memories, which a prompt would receive in that order).
+    packed = json.loads(hindsight("--path", str(fact_bank), "--json", "recall", "runs", query, "--trace").stdout)
+    assert [r["text"] for r in rows] == [m["text"] for m in packed["memories"]]
+    # Not score order here: an LLM fact scored above messages packed before it, since its message came first.
+    scores = [r["score"] for r in rows]
+    assert scores != sorted(scores, reverse=True)
+    explained = [r for r in rows if r["why"]]
+    assert explained, plain.stdout
+    for i, row in enumerate(rows):
+        out_of_order = any(s > row["score"] for s in scores[i + 1:]) or any(s < row["score"] for s in scores[:i])
+        if row["why"]:
+            assert out_of_order, row  # a reason only where the order needs one
+    # Every pair out of score order is explained by one of its two memories.
+    for i, above in enumerate(rows):
+        for below in rows[i + 1:]:
+            if below["score"] > above["score"]:
+                assert above["why"] or below["why"], (above, below)
+    # The reason names the rule and the memory that decided the place, by its number in this listing.
+    items = {item["memory_id"]: item for item in packed["trace"]["items"]}
+    position = {m["id"]: n for n, m in enumerate(packed["memories"], start=1)}
+    for row, memory in zip(rows, packed["memories"], strict=True):
+        if row["why"] and (covered := items[memory["id"]]["covered_by"]):
+            assert row["why"].startswith(f"its evidence was already shown by #{position[covered]},")
+            cites, theirs = items[memory["id"]]["cites"] or [], items[covered]["cites"] or []
+            assert covered in cites or set(cites) & set(theirs), (memory, items[covered])  # the same message
+    assert "out of score order" in plain.stdout.splitlines()[-1]
+
+
+def test_recall_in_score_order_prints_no_reason(fact_bank: Path) -> None:
+    proc = hindsight("--path", str(fact_bank), "recall", "runs", "Where did Ana race?", "--max", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert "placed here" not in proc.stdout and "out of score order" not in proc.stdout
+    assert len(parse_listing(proc.stdout)) == 1
+
+
+def test_context_beside_a_hit_names_the_hit(tmp_path: Path) -> None:
+    # Neighbouring context is a setting of the library (off by default): packed after the first hit, the
+    # messages around it come before better-scored ones, and the listing says whose neighbours they are.
+    settings = Settings(recall=RecallSettings(context_after=1, context_hits=1))
+    with Hindsight.open(tmp_path / "memory", settings=settings, start_worker=False) as hs:
+        bank = hs.bank("runs")
+        bank.retain(MESSAGES, timestamp=datetime(2024, 3, 1, 12, tzinfo=UTC), document_id="d1", extract=False)
+        rec = bank.recall("Did Ana run a race along the Douro river in Porto?", trace=True)
+    notes = placement_notes(rec)
+    context = {i: n for i, n in notes.items() if n.startswith("context:")}
+    assert context, format_recall(rec, 2000)
+    assert all(n == "context: the memory just before or after #1 in its document" for n in context.values())
+    assert set(context) <= {item.memory_id for item in rec.trace.items if item.context_of == rec.memories[0].id}
+    printed = format_recall(rec, 2000)
+    assert printed.count("placed here: context:") == len(context)
 
 
 # ------------------------------------------------------------------------------------------------

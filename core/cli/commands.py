@@ -160,6 +160,8 @@ def _add_recall(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--trace", action="store_true",
                    help="show each memory's rank and score per channel, and stage timings")
     p.set_defaults(func=cmd_recall)
+    p.epilog = ("Memories are listed in the order they were packed; one out of score order says why (context beside "
+                "a hit, evidence already shown, a fact below its message).")
 
 
 def _add_reflect(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
@@ -312,10 +314,11 @@ def cmd_recall(args: argparse.Namespace) -> dict[str, Any] | None:
     """``recall BANK QUERY``: ranked memories within the budget, optionally with the trace."""
     with _open(args, must_exist=True, bank=args.bank) as hs:
         bank = hs.bank(args.bank, create=False)
+        # Always traced: the trace says why a memory stands out of score order (display.placement_notes).
         rec = bank.recall(args.query, budget=args.budget, max_memories=args.max_memories,
-                          networks=args.networks, reference_time=args.reference_time, trace=args.trace)
+                          networks=args.networks, reference_time=args.reference_time, trace=True)
     if args.json:
-        return rec.model_dump(mode="json")
+        return rec.model_dump(mode="json") | ({} if args.trace else {"trace": None})
     print(format_recall(rec, args.budget))
     if args.trace:
         print()

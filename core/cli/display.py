@@ -11,16 +11,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..models import Memory, Recall
+    from ..models import Memory, Recall, TraceItem
 
 CHANNEL_ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "temporal": "time"}
 """Short column names of the recall channels, in the order tables show them."""
 
 
 def format_recall(rec: Recall, budget: int) -> str:
-    """Ranked memories, each with score, network, date, sources and document, then tokens used."""
+    """The memories in the order they were packed, each with score, network, date, sources and document, and, under
+    one that is out of score order, why it stands there (``placement_notes``: needs the recall's trace); then the
+    tokens used."""
     if not rec.memories:
         return f"no memories found for {rec.query!r}"
+    notes = placement_notes(rec)
     lines = []
     for rank, m in enumerate(rec.memories, start=1):
         lines.append(f"{rank:>2}. {m.text}")
@@ -30,8 +33,66 @@ def format_recall(rec: Recall, budget: int) -> str:
         if m.document_id:
             details.append(f"doc {m.document_id}")
         lines.append("    " + " · ".join(details))
-    lines.append(f"{plural(len(rec.memories), 'memory', 'memories')}, {rec.tokens}/{budget} tokens")
+        if m.id in notes:
+            lines.append(f"    placed here: {notes[m.id]}")
+    summary = f"{plural(len(rec.memories), 'memory', 'memories')}, {rec.tokens}/{budget} tokens"
+    if notes:
+        summary += f", in the order packed ({len(notes)} out of score order, each with the reason)"
+    lines.append(summary)
     return "\n".join(lines)
+
+
+def placement_notes(rec: Recall) -> dict[str, str]:
+    """Why each memory that stands out of score order was packed where it is, by memory id.
+
+    Recall packs memories in rank order except where a packing rule moves one (``RecallSettings``): the context
+    beside a hit, a memory whose evidence an earlier one already showed (deferred), an LLM fact kept below the
+    message it cites, a message a fact brought in at the fact's rank, or a reranker's order. A memory is out of
+    score order when a memory after it scored higher or one before it scored lower; the note names the rule that
+    moved it, from the recall's trace (empty without one). A memory that was not moved but only stands beside one
+    that was gets no note: the moved one explains the pair.
+    """
+    trace = rec.trace
+    if trace is None or len(rec.memories) < 2:
+        return {}
+    items = {item.memory_id: item for item in trace.items}
+    position = {m.id: i for i, m in enumerate(rec.memories, start=1)}
+    scores = [m.score if m.score is not None else 0.0 for m in rec.memories]
+    best_after = [max(scores[i + 1:], default=float("-inf")) for i in range(len(scores))]
+    worst_before = [min(scores[:i], default=float("inf")) for i in range(len(scores))]
+    reranked = any(k.startswith("rerank") for k in trace.timings_ms)
+    notes: dict[str, str] = {}
+    for i, m in enumerate(rec.memories):
+        if not (scores[i] < best_after[i] or scores[i] > worst_before[i]):
+            continue
+        note = _placement(m, items.get(m.id), position, reranked)
+        if note:
+            notes[m.id] = note
+    return notes
+
+
+def _placement(m: Memory, item: TraceItem | None, position: dict[str, int], reranked: bool) -> str | None:
+    """The packing rule that put ``m`` where it is, in words, with the ranks (``#n``) of the memories it names."""
+
+    def ref(memory_id: str) -> str:
+        return f"#{position[memory_id]}" if memory_id in position else f"memory {memory_id} (not packed)"
+
+    if item is not None and item.context_of:
+        return f"context: the memory just before or after {ref(item.context_of)} in its document"
+    if item is not None and item.found_by:
+        return f"a message that LLM fact {ref(item.found_by)} cites, brought in at the fact's rank"
+    if item is not None and item.covered_by:
+        return (f"its evidence was already shown by {ref(item.covered_by)}, so it comes after the memories that "
+                "add new evidence")
+    cites = (item.cites if item is not None else None) or m.cites or []
+    if cites:
+        shown = [c for c in cites if c in position and position[c] < position[m.id]]
+        if shown:
+            return f"an LLM fact, placed below the message it cites ({ref(min(shown, key=position.__getitem__))})"
+        return "an LLM fact, placed after the ranked memories: no message it cites was ranked above it"
+    if reranked:
+        return "the reranker's order (the score shown is the fusion's)"
+    return None
 
 
 def format_trace(rec: Recall, *, scores: bool = True, text_width: int = 60) -> str:
