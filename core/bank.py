@@ -181,16 +181,21 @@ class Bank:
         reference_time: When = None,
         trace: bool = False,
         channels: Sequence[str] | None = None,
+        as_of: When = None,
     ) -> Recall:
         """Memories relevant to ``query``, best first, as many as fit in ``budget`` tokens.
 
         ``reference_time`` is "now" for time expressions in the query ("last week"); ``networks`` and
         ``time_range`` filter; ``channels`` picks a subset of semantic/keyword/graph/temporal (ablations);
-        ``trace=True`` attaches per-channel ranks, scores and stage timings.
+        ``trace=True`` attaches per-channel ranks, scores and stage timings (and which memories were packed after
+        the memory that superseded them). A superseded memory (``Memory.superseded_by``) comes right after the
+        memory current in its place, unless the question asks about the past ("before", "used to", a year) or
+        ``time_range`` is given. ``as_of`` answers with what the bank held at that time: only what had been said by
+        then, and what was current then (``reference_time`` defaults to it).
         """
         return self._engine.recaller.recall(
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
-            reference_time=reference_time, trace=trace, channels=channels,
+            reference_time=reference_time, trace=trace, channels=channels, as_of=as_of,
         )
 
     @public
@@ -205,11 +210,12 @@ class Bank:
         reference_time: When = None,
         trace: bool = False,
         channels: Sequence[str] | None = None,
+        as_of: When = None,
     ) -> Recall:
         """Async twin of ``recall``."""
         return await self._engine.recaller.arecall(
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
-            reference_time=reference_time, trace=trace, channels=channels,
+            reference_time=reference_time, trace=trace, channels=channels, as_of=as_of,
         )
 
     # reflect (CARA) ------------------------------------------------------------------------------
@@ -293,6 +299,21 @@ class Bank:
         opinion = self._engine.reflector.store_opinions(self.id, [formed], list(based_on))[0]
         self._audit("add_opinion", memory_ids=[opinion.id], counts={"memories": 1})
         return opinion
+
+    @public
+    def correct(self, memory_id: Identifier, text: Text, *, by: Text | None = None) -> Memory:
+        """Say that a memory is wrong and what is true instead: ``text`` is stored as a new memory that supersedes
+        it (``Memory.superseded_by``; the wrong one keeps its text as history, with ``valid_until`` now), recording
+        ``by`` (who corrected it) and when. Returns the new memory; ``MemoryNotFoundError`` for an unknown id."""
+        corrected = self._engine.corrector.correct(self.id, memory_id, text, by=by)
+        self._audit("correct", memory_ids=[memory_id, corrected.id], counts={"memories": 1},
+                    summary="superseded by a correction")
+        return corrected
+
+    @public
+    async def acorrect(self, memory_id: Identifier, text: Text, *, by: Text | None = None) -> Memory:
+        """Async twin of ``correct``."""
+        return await asyncio.to_thread(self.correct, memory_id, text, by=by)
 
     @public
     def opinions(self) -> list[Memory]:
@@ -449,14 +470,18 @@ class Bank:
         entity: Text | None = None,
     ) -> int:
         """Delete memories from both stores: one memory, everything from a document (and the document), or
-        every memory that mentions an entity. Returns how many memories were deleted."""
+        every memory that mentions an entity, with everything resting on them in the same transaction: facts citing
+        a deleted message, observations written from one (rewritten by a queued job from what is left),
+        corrections of one, opinions with one among their evidence. Memories a deleted one superseded are current
+        again. Returns how many memories were deleted (those asked for and those resting on them)."""
         given = [x for x in (memory_id, document_id, entity) if x is not None]
         if len(given) != 1:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-        deleted = self._engine.forgetter.forget(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
+        done = self._engine.forgetter.forget_all(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
+        # The trail says what went, per kind, by id and count: never the forgotten text.
         self._audit("forget", document_id=document_id, memory_ids=[memory_id] if memory_id else [],
-                    counts={"memories": deleted}, summary=f"entity {entity}" if entity is not None else "")
-        return deleted
+                    counts=done.counts, summary=f"entity {entity}" if entity is not None else "")
+        return len(done.ids)
 
     @public
     async def aforget(self, **kwargs: Any) -> int:

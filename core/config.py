@@ -164,6 +164,15 @@ class LeaseSettings(BaseModel):
     )
 
 
+class SupersessionSettings(BaseModel):
+    """How retain finds the earlier statements a new one supersedes without a model (``retain.supersede``)."""
+
+    enabled: bool = Field(True, description="record supersessions found by the rules at retain")
+    candidates: int = Field(30, ge=1, le=500, description="nearest earlier memories looked at per changed statement")
+    min_similarity: float = Field(0.3, ge=-1.0, le=1.0, description="cosine below which an earlier memory is not "
+                                                                     "considered the same subject")
+
+
 class Settings(BaseModel):
     """All tunables; pass to ``Hindsight.open(settings=...)``."""
 
@@ -172,6 +181,7 @@ class Settings(BaseModel):
     recall: RecallSettings = Field(default_factory=RecallSettings)
     cara: CaraSettings = Field(default_factory=CaraSettings)
     leases: LeaseSettings = Field(default_factory=LeaseSettings)
+    supersession: SupersessionSettings = Field(default_factory=SupersessionSettings)
     raw_window: int = Field(1, ge=1, description="messages per unit in retain(extract=False)")
     embed_time_reference: bool = Field(True, description="prefix embedded text with a readable date")
     embed_reply_context: bool = Field(

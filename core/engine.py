@@ -21,12 +21,14 @@ from .extract.raw_extractor import RawExtractor
 from .llm.base import LLM
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
-from .reflect.observation_job import ObservationWriter
+from .reflect.observation_job import ObservationWriter, rebuild_job
 from .reflect.pipeline import ReflectPipeline
 from .reflect.reinforce import OpinionReinforcer, ReinforceStore
+from .retain.correct import Corrector
 from .retain.fact_job import FactJob
 from .retain.forget import ForgetPipeline
 from .retain.pipeline import FACTS, RetainPipeline
+from .retain.supersede import SupersessionDetector
 from .runtime.gate import CommitGate, GatedWrites
 from .runtime.jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
 from .runtime.worker import Handler, Worker
@@ -65,6 +67,7 @@ class Engine:
     recaller: RecallPipeline
     reflector: ReflectPipeline
     forgetter: ForgetPipeline
+    corrector: Corrector
     jobs: JobScheduler
     facts: FactJob
     observations: ObservationWriter
@@ -110,6 +113,10 @@ def wire(
                                      embedder.embed, first_evidence=settings.cara.observation_first_evidence,
                                      new_evidence=settings.cara.observation_new_evidence)
     jobs.plan_observations = observations.plan  # one queued job per entity, and only with enough new evidence
+    # A memory superseded (a move, a new job, a correction) takes the observations written from it along: they are
+    # superseded in the same transaction and written again from what is current.
+    retainer.detect_supersessions = SupersessionDetector(store, index, settings.supersession)
+    retainer.follow_supersessions = observations.follow
     # The opinion job writes to the store directly (one transaction per opinion), so those writes pass the gate too.
     opinion_store = cast(ReinforceStore, GatedWrites(store, gate, ["apply_opinion_update"]))
     reinforcer = OpinionReinforcer(opinion_store, index, gate.unless_closed(vectors.reindex), llm, settings.cara, owner)
@@ -117,6 +124,8 @@ def wire(
                                     OBSERVATIONS: observations.run, OPINIONS: reinforcer.run}
     worker = Worker(store, handlers, owner=owner, gate=gate)
     return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,
-                  retainer=retainer, recaller=recaller, reflector=reflector, forgetter=ForgetPipeline(store, vectors),
+                  retainer=retainer, recaller=recaller, reflector=reflector,
+                  forgetter=ForgetPipeline(store, vectors, rebuild_job),
+                  corrector=Corrector(store, retainer.store_facts, lambda: retainer.raw_extractor),
                   jobs=jobs, facts=facts, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm,
                   gate=gate)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class HindsightError(Exception):
     """Base class of every error this library raises on purpose."""
@@ -87,3 +89,37 @@ class DocumentNotFoundError(HindsightError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
         return str(self.args[0]) if self.args else "document not found"
+
+
+class MemoryNotFoundError(HindsightError, KeyError):
+    """A memory was asked for by id (to correct it, say) and the bank holds none with that id."""
+
+    def __str__(self) -> str:  # KeyError quotes its argument; keep the message readable
+        return str(self.args[0]) if self.args else "memory not found"
+
+
+MAX_SHOWN_CHARS = 200
+"""The most characters of one input value an error message echoes (``shown``): enough to recognise it, never a
+copy of a long input."""
+
+
+def shown(value: object, limit: int = MAX_SHOWN_CHARS) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters (``...`` and the full length mark a cut), for quoting
+    what a caller passed in an error message."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    note = f"... ({len(text):,} characters)"
+    return text[: max(0, limit - len(note))] + note
+
+
+MAX_MESSAGE_CHARS = 2000
+"""The longest error message a network surface answers with (``bounded``)."""
+
+
+def bounded(message: str) -> str:
+    """``message`` as a surface may answer it: every run of more than ``MAX_SHOWN_CHARS`` characters without a
+    space cut to that many (``...`` marks the cut), and at most ``MAX_MESSAGE_CHARS`` in all. The net under
+    ``shown``: a message built without it still echoes no long input whole."""
+    out = re.sub(rf"\S{{{MAX_SHOWN_CHARS + 1},}}", lambda m: m.group()[: MAX_SHOWN_CHARS - 3] + "...", message)
+    return out if len(out) <= MAX_MESSAGE_CHARS else out[: MAX_MESSAGE_CHARS - 3] + "..."

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 
 def utcnow() -> datetime:
@@ -124,6 +124,15 @@ class Message(BaseModel):
 
 
 FACT_CITES_KEY = "fact_of"
+SUPERSEDED_BY_KEY = "superseded_by"
+"""Metadata key: the id of the later memory that supersedes this one (``Memory.superseded_by``)."""
+VALID_UNTIL_KEY = "valid_until"
+"""Metadata key: when this memory stopped being current, as an ISO time (``Memory.valid_until``)."""
+REFERENCE_KEYS = (FACT_CITES_KEY, "facts", "correction", "based_on", "against")
+"""Metadata keys that name other memories a memory rests on: a fact's citations, an observation's basis, a
+correction's original, an opinion's evidence (forgetting follows them)."""
+SUPERSESSION_KEY = "supersession"
+"""Metadata key: how the supersession was decided (``rule``, ``model``, ``correction``) and its evidence."""
 """Metadata key of an LLM fact: the ids of the raw message memories it cites (``Memory.cites``)."""
 
 
@@ -144,6 +153,35 @@ class Memory(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
     score: float | None = Field(None, description="fused recall score, set on recall results only")
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic documents this stacking; mypy cannot type it
+    @property
+    def superseded_by(self) -> str | None:
+        """The id of the later memory that supersedes this one (a move, a new job, a correction), or None while it
+        is current. A superseded memory keeps its text: it is history, never deleted (``valid_until`` says until
+        when it held)."""
+        value = self.metadata.get(SUPERSEDED_BY_KEY)
+        return str(value) if value else None
+
+    @computed_field  # type: ignore[prop-decorator]  # pydantic documents this stacking; mypy cannot type it
+    @property
+    def valid_until(self) -> datetime | None:
+        """When this memory stopped being current: the time the superseding memory was said (None: current)."""
+        value = self.metadata.get(VALID_UNTIL_KEY)
+        if not value:
+            return None
+        try:
+            when = datetime.fromisoformat(str(value))
+        except ValueError:
+            return None
+        return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+
+    def current_at(self, when: datetime | None) -> bool:
+        """Whether this memory was current at ``when`` (now when None): not superseded, or superseded later."""
+        until = self.valid_until
+        if until is None or self.superseded_by is None:
+            return True
+        return when is not None and when < until
 
     @property
     def cites(self) -> list[str] | None:
@@ -353,6 +391,11 @@ class TraceItem(BaseModel):
                                                      "evidence")
     found_by: str | None = Field(None, description="the LLM fact whose rank brought this raw message in (facts are "
                                                    "keys to the messages they cite: RecallSettings.fact_ranking)")
+    superseded_by: str | None = Field(None, description="the later memory that supersedes this one; with "
+                                                        "``demoted`` it was packed after it")
+    demoted: bool = Field(False, description="packed after the memory that superseded it (the question asks what "
+                                             "is current), not at its fused rank")
+    brought_by: str | None = Field(None, description="the superseded memory whose rank brought this current one in")
 
 
 class RecallTrace(BaseModel):

@@ -55,6 +55,8 @@ VALID: dict[str, dict[str, Any]] = {
     "schedule_reflect": {"query": "Is Ana fit?"},
     "aschedule_reflect": {"query": "Is Ana fit?"},
     "add_opinion": {"text": "Ana is fit", "confidence": 0.7},
+    "correct": {"memory_id": "missing", "text": "Ana ran a marathon in Lisbon."},
+    "acorrect": {"memory_id": "missing", "text": "Ana ran a marathon in Lisbon."},
     "opinion_history": {"opinion_id": "missing"},
     "update_opinions": {"memory_ids": ["missing"]},
     "aupdate_opinions": {"memory_ids": ["missing"]},

@@ -13,13 +13,14 @@ from typing import Any
 
 from ..config import RecallSettings
 from ..embedders import Embedder, embed_queries
-from ..errors import InvalidInputError, StoreError
+from ..errors import InvalidInputError, StoreError, shown
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
 from ..stores.base import VectorIndex
 from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
 from ..text.inputs import clean_text, parse_timestamp
 from ..validation import When, Window
 from . import channels as ch
+from .current import CurrentNotes, as_believed, asks_about_past, current_first
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
 from .registry import CHANNELS, REGISTRY, ChannelQuery, Hits, needed, trusted
@@ -89,6 +90,7 @@ class RecallPipeline:
         reference_time: When = None,
         trace: bool = False,
         channels: Sequence[str] | None = None,
+        as_of: When = None,
     ) -> Recall:
         """Recall synchronously; see ``Bank.recall``."""
         timings: dict[str, float] = {}
@@ -96,6 +98,9 @@ class RecallPipeline:
         query, nets, window, ref, enabled = self._validate(
             query, budget, max_memories, networks, time_range, reference_time, channels
         )
+        believed_at = parse_timestamp(as_of, "as_of")
+        if believed_at is not None and reference_time is None:
+            ref = believed_at  # "last week" as_of a day means the week before that day
         constraint, results = self._run_channels(bank_id, query, nets, window, ref, enabled, timings)
         ordered: dict[str, Hits] = {name: r for name in CHANNELS
                                     if name in enabled and (r := results.get(name)) is not None}
@@ -105,12 +110,18 @@ class RecallPipeline:
         fused = fused[: self.settings.max_candidates]
         timings["fusion_ms"] = _ms(t)
 
-        notes = _Notes()
+        notes = _Notes(as_of=believed_at)
+        # Superseded memories follow what replaced them, unless the question is about the past or a time is given.
+        notes.current_first = window is None and not asks_about_past(query, constraint, ref)
         chosen, used = self._select(bank_id, query, fused, nets, window, budget, max_memories, notes, timings)
         scores = dict(fused)
-        # A message a fact brought in ranks where the fact did: it carries the better of the two scores.
-        out = [m.model_copy(update={"score": max(scores.get(m.id, 0.0), scores.get(notes.found_by.get(m.id, ""), 0.0))})
+        # A memory brought in by another (a message by its fact, a current memory by the one it superseded) ranks
+        # where that one did: it carries the better of the two scores.
+        out = [m.model_copy(update={"score": max(scores.get(m.id, 0.0), scores.get(notes.found_by.get(m.id, ""), 0.0),
+                                                 scores.get(notes.current.brought_by.get(m.id, ""), 0.0))})
                for m, _ in chosen]
+        if believed_at is not None:  # as the bank held them then: a change said later was not known yet
+            out = [as_believed(m, believed_at) for m in out]
         timings["total_ms"] = _ms(t_all)
         rec_trace = None
         if trace:
@@ -159,7 +170,7 @@ class RecallPipeline:
         distinct evidence first, packed into the budget."""
         s = self.settings
         t = time.perf_counter()
-        memories: Iterator[Memory] = self._iter_memories(bank_id, [i for i, _ in fused], nets, window)
+        memories: Iterator[Memory] = self._iter_memories(bank_id, [i for i, _ in fused], nets, window, notes.as_of)
         if self.reranker is not None:
             head = list(islice(memories, 100))
             rescored = self.reranker.score(query, [m.text for m in head]) if head else []
@@ -171,7 +182,11 @@ class RecallPipeline:
             memories = self._facts_as_keys(bank_id, memories, nets, window, notes)
         elif s.fact_ranking == "below_sources":
             memories = _facts_below_sources(memories, notes)
-        memories = self._with_context(bank_id, memories, nets, window, notes.context_of)
+        if notes.current_first:
+            memories = current_first(memories, lambda ids: list(self._iter_memories(bank_id, list(ids), nets, window,
+                                                                                     notes.as_of)),
+                                     notes.as_of, notes.current)
+        memories = self._with_context(bank_id, memories, nets, window, notes.context_of, notes.as_of)
         if s.distinct_evidence:
             memories = distinct_evidence_first(memories, notes.covered_by)
         chosen, used = pack(((m, m.text) for m in _noting_cites(memories, notes.cites)), budget, self.count_tokens,
@@ -202,7 +217,7 @@ class RecallPipeline:
                 notes.cites[m.id] = m.cites
             wanted = [c for c in (m.cites or ()) if c not in seen]
             if wanted:
-                for raw in self._iter_memories(bank_id, wanted, networks, window):
+                for raw in self._iter_memories(bank_id, wanted, networks, window, notes.as_of):
                     seen.add(raw.id)
                     notes.found_by[raw.id] = m.id
                     yield raw
@@ -211,7 +226,7 @@ class RecallPipeline:
 
     def _with_context(
         self, bank_id: str, memories: Iterator[Memory], networks: Sequence[Network] | None,
-        window: TimeRange | None, context_of: dict[str, str],
+        window: TimeRange | None, context_of: dict[str, str], as_of: datetime | None = None,
     ) -> Iterator[Memory]:
         """The first ``context_after`` memories as ranked, then the memories just before and after each of the
         best ``context_hits`` in their documents (recorded in ``context_of``: added id -> hit id), then the rest.
@@ -233,21 +248,24 @@ class RecallPipeline:
                 if neighbour is not None and neighbour not in seen:
                     seen.add(neighbour)
                     beside[neighbour] = hit
-        for m in self._iter_memories(bank_id, list(beside), networks, window):
+        for m in self._iter_memories(bank_id, list(beside), networks, window, as_of):
             context_of[m.id] = beside[m.id]
             yield m
         yield from (m for m in memories if m.id not in seen)
 
     def _iter_memories(
-        self, bank_id: str, ids: list[str], networks: Sequence[Network] | None, window: TimeRange | None
+        self, bank_id: str, ids: list[str], networks: Sequence[Network] | None, window: TimeRange | None,
+        as_of: datetime | None = None,
     ) -> Iterator[Memory]:
         """Load fused candidates lazily in rank order (packing usually stops early), dropping any that
-        fail the caller's filters (graph hits are not pre-filtered)."""
+        fail the caller's filters (graph hits are not pre-filtered); with ``as_of``, memories said after it."""
         for chunk in _chunks(ids, 40):
             for m in self.store.get_units(bank_id, chunk):
                 if networks and m.network not in networks:
                     continue
                 if window is not None and not _overlaps(m, window):
+                    continue
+                if as_of is not None and (m.mentioned_at or m.created_at) > as_of:
                     continue
                 yield m
 
@@ -285,7 +303,7 @@ class RecallPipeline:
                 window = TimeRange(start=parse_timestamp(start, "time_range start"),
                                    end=parse_timestamp(end, "time_range end"))
             except (TypeError, ValueError) as exc:
-                raise InvalidInputError(f"invalid time_range {time_range!r}: {exc}") from exc
+                raise InvalidInputError(f"invalid time_range {shown(time_range)}: {exc}") from exc
         ref = parse_timestamp(reference_time, "reference_time") or utcnow()
         enabled = tuple(channels) if channels is not None else CHANNELS
         unknown = set(enabled) - set(CHANNELS)
@@ -303,6 +321,10 @@ class _Notes:
     covered_by: dict[str, str] = field(default_factory=dict)
     found_by: dict[str, str] = field(default_factory=dict)
     cites: dict[str, list[str]] = field(default_factory=dict)
+    # ``recall(as_of=...)``: only what had been said by then, current as of then.
+    as_of: datetime | None = None
+    current_first: bool = True
+    current: CurrentNotes = field(default_factory=CurrentNotes)
 
 
 def _trace(
@@ -312,8 +334,10 @@ def _trace(
 ) -> RecallTrace:
     """Every candidate's rank per channel and whether (and why) it was selected, with the stage timings."""
     selected = {m.id: tokens for m, tokens in chosen}
+    superseded = {m.id: m.superseded_by for m, _ in chosen if m.superseded_by is not None}
     scores = dict(fused)
-    unranked = list(dict.fromkeys(i for i in chain(notes.found_by, notes.context_of) if i not in scores))
+    unranked = list(dict.fromkeys(i for i in chain(notes.found_by, notes.context_of, notes.current.brought_by)
+                                  if i not in scores))
     return RecallTrace(
         query=query,
         reference_time=ref,
@@ -324,6 +348,8 @@ def _trace(
                 memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
                 tokens=selected.get(i, 0), selected=i in selected, context_of=notes.context_of.get(i),
                 cites=notes.cites.get(i), covered_by=notes.covered_by.get(i), found_by=notes.found_by.get(i),
+                superseded_by=superseded.get(i), demoted=i in notes.current.demoted,
+                brought_by=notes.current.brought_by.get(i),
             )
             for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
         ],

@@ -35,9 +35,9 @@ from pydantic import BaseModel
 
 from ..extract.base import ExtractedEntity, ExtractedFact
 from ..llm.base import LLM, ChatMessage
-from ..models import Document, Entity, Job, JobStatus, Memory, Network
+from ..models import SUPERSEDED_BY_KEY, Document, Entity, Job, JobStatus, Memory, Network
 from ..retain.pipeline import FactWriter
-from ..stores.base import EntityStore, JobQueue, UnitStore
+from ..stores.base import EntityStore, JobQueue, Supersession, UnitStore
 from .observation_support import SupportCheck, check_grounded, grounded_facts, material_about
 from .observations import summarize_entity
 
@@ -56,6 +56,13 @@ COST_KEY = "cost"
 """Observation metadata: ``{"calls": model calls, "seconds": time}`` of the job run that wrote it."""
 
 T = TypeVar("T", bound=BaseModel)
+
+
+def rebuild_job(bank_id: str, entity_ids: list[str]) -> Job:
+    """The job that writes the entities' observations again, due or not: what one rested on was forgotten or
+    superseded (queued in the same transaction as that change)."""
+    return Job(id=str(uuid.uuid4()), bank_id=bank_id, kind=OBSERVATIONS,
+               payload={"entity_ids": list(dict.fromkeys(entity_ids)), "rebuild": True})
 
 
 def observation_document_id(entity_id: str) -> str:
@@ -236,6 +243,27 @@ class ObservationWriter:
         units = self.store.get_units(bank_id, ids) if ids else []
         return units[0] if units else None
 
+    def follow(self, bank_id: str, changes: Sequence[Supersession]) -> tuple[list[Supersession], list[Job]]:
+        """What supersessions mean for observations: each observation written from a memory now superseded is
+        superseded too (by the same memory, so recall puts it after what is current), and one job writes those
+        entities' observations again from what is current. Recorded in the same transaction as ``changes``."""
+        old = {c.old_id: c for c in changes}
+        if not old:
+            return [], []
+        extra: list[Supersession] = []
+        entities: list[str] = []
+        for uid, meta in self.store.units_with_references(bank_id):
+            basis = meta.get("facts")
+            entity = meta.get("entity_id")
+            if not entity or not isinstance(basis, list) or meta.get(SUPERSEDED_BY_KEY):
+                continue
+            hit = next((old[str(b)] for b in basis if str(b) in old), None)
+            if hit is None:
+                continue
+            extra.append(Supersession(uid, hit.new_id, hit.valid_until, {"by": "rests on", "memory": hit.old_id}))
+            entities.append(str(entity))
+        return extra, ([rebuild_job(bank_id, entities)] if entities else [])
+
     # --- the job ---------------------------------------------------------------------------------------------------
     def run(self, job: Job) -> dict[str, Any]:
         """Job handler: write the observation of each entity in ``job.payload["entity_ids"]`` that is still due.
@@ -244,7 +272,7 @@ class ObservationWriter:
         run = _Run()
         for entity_id in job.payload.get("entity_ids", []):
             run.entities += 1
-            if not self.due(job.bank_id, str(entity_id))[0]:
+            if not job.payload.get("rebuild") and not self.due(job.bank_id, str(entity_id))[0]:
                 run.skipped += 1
                 continue
             draft = self.draft(job.bank_id, str(entity_id))
@@ -304,12 +332,14 @@ class ObservationWriter:
         # Newest stored first, a few times more than are shown, then ordered by time.
         ids = [i for n in FACT_NETWORKS
                for i in store.page_units(bank_id, network=n, entity_id=entity_id, limit=4 * self.max_facts)]
-        units = store.get_units(bank_id, ids) if ids else []
+        # Only what is current: a superseded memory is history, and a summary must not state it as the present.
+        units = [u for u in (store.get_units(bank_id, ids) if ids else []) if u.superseded_by is None]
         raw = [u for u in units if u.cites is None]
         facts = sorted((u for u in units if u.cites is not None), key=fact_time, reverse=True)[: self.max_facts]
         have = {u.id for u in raw}
         cited = list(dict.fromkeys(c for f in facts for c in (f.cites or []) if c not in have))
-        raw += [u for u in (store.get_units(bank_id, cited) if cited else []) if u.cites is None]
+        raw += [u for u in (store.get_units(bank_id, cited) if cited else [])
+                if u.cites is None and u.superseded_by is None]
         raw.sort(key=said_time, reverse=True)
         raw = raw[: self.max_facts]
         return raw, facts, {u.id for u in raw if u.id in have}

@@ -89,12 +89,18 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
 
 
 def user_message(query: str, memories: list[Memory], reference_time: datetime) -> str:
-    """The question with the recalled memories numbered from 1, each with its date."""
+    """The question with the recalled memories numbered from 1, each with its date; a memory superseded by a later
+    one says so and by which (it is history, not the present)."""
     lines = [f"Current time: {reference_time:%Y-%m-%d %H:%M} UTC", "Memories:"]
+    number = {m.id: i for i, m in enumerate(memories, start=1)}
     for i, m in enumerate(memories, start=1):
         when = m.occurred_start or m.mentioned_at
         date = f"{when:%Y-%m-%d}" if when else "undated"
         extra = f" (confidence {m.confidence:.2f})" if m.confidence is not None else ""
+        if m.superseded_by is not None and not m.current_at(reference_time):
+            until = f" on {m.valid_until:%Y-%m-%d}" if m.valid_until else ""
+            by = f" by [{number[m.superseded_by]}]" if m.superseded_by in number else " by a later memory"
+            extra += f" (superseded{until}{by}: no longer current)"
         lines.append(f"[{i}] ({date}, {m.network.value}{extra}) {m.text}")
     lines.append(f"Question: {query}")
     return "\n".join(lines)

@@ -10,8 +10,11 @@ memory the caller asked to forget.
 from __future__ import annotations
 
 import logging
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
+from ..models import FACT_CITES_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from ..vectors.vector_sync import VectorSync
 
@@ -22,38 +25,145 @@ class ForgetStore(BankStore, DocumentStore, UnitStore, EntityStore, VectorMarks,
     """What forgetting deletes through: documents, units (by id or entity), banks, and the vector marks."""
 
 
-class ForgetPipeline:
-    """Deletes from both stores for any bank of one ``Hindsight``."""
+@dataclass
+class Dependents:
+    """What rests on memories about to be deleted: memory id -> kind (``fact``, ``observation``, ``opinion``,
+    ``correction``), and the entities whose observation must be written again from what is left."""
 
-    def __init__(self, store: ForgetStore, vectors: VectorSync) -> None:
-        """Deletes through ``store`` (the truth) and then ``vectors``."""
+    kinds: dict[str, str] = field(default_factory=dict)
+    rebuild: list[str] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        """How many of each kind."""
+        out: dict[str, int] = {}
+        for kind in self.kinds.values():
+            out[kind] = out.get(kind, 0) + 1
+        return out
+
+
+def rests_on(metadata: dict[str, Any], gone: set[str]) -> str | None:
+    """The kind of memory ``metadata`` describes if it rests on any of ``gone``, else None: a fact citing a deleted
+    message, an observation written from one, a correction of one, an opinion with one among its evidence (an
+    opinion's text may repeat its evidence, so it goes with any of it)."""
+    def named(key: str) -> bool:
+        value = metadata.get(key)
+        return isinstance(value, list) and any(str(v) in gone for v in value)
+
+    if named(FACT_CITES_KEY):
+        return "fact"
+    if named("facts") and metadata.get("entity_id"):
+        return "observation"
+    correction = metadata.get("correction")
+    if isinstance(correction, dict) and str(correction.get("of")) in gone:
+        return "correction"
+    if named("based_on") or named("against"):
+        return "opinion"
+    return None
+
+
+def dependents(references: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str]) -> Dependents:
+    """Everything that rests on ``ids``, followed until nothing more does (an observation written from a fact that
+    cites a deleted message goes too), given the bank's ``(id, metadata)`` of memories with references."""
+    gone = set(ids)
+    found = Dependents()
+    changed = True
+    while changed:
+        changed = False
+        for uid, meta in references:
+            if uid in gone:
+                continue
+            kind = rests_on(meta, gone)
+            if kind is None:
+                continue
+            gone.add(uid)
+            found.kinds[uid] = kind
+            changed = True
+            entity = meta.get("entity_id")
+            if kind == "observation" and entity and entity not in found.rebuild:
+                found.rebuild.append(str(entity))
+    return found
+
+
+@dataclass
+class Forgotten:
+    """What a forget deleted: every memory id (asked for and resting on them) and the count per kind."""
+
+    ids: list[str]
+    counts: dict[str, int]
+
+
+class ForgetPipeline:
+    """Deletes from both stores for any bank of one ``Hindsight``, with everything resting on what it deletes:
+    facts citing a deleted message, observations written from one (their entity's observation is written again by
+    a job queued in the same transaction), corrections of one, opinions with one among their evidence."""
+
+    def __init__(self, store: ForgetStore, vectors: VectorSync,
+                 rebuild_job: Callable[[str, list[str]], Job] | None = None) -> None:
+        """Deletes through ``store`` (the truth) and then ``vectors``; ``rebuild_job(bank, entity_ids)`` is the job
+        that writes observations again (none: they are only deleted)."""
         self.store = store
         self.vectors = vectors
+        self.rebuild_job = rebuild_job
 
     def forget(
         self, bank_id: str, *, memory_id: str | None = None, document_id: str | None = None, entity: str | None = None
     ) -> int:
         """Delete one memory, everything from a document (and the document), or every memory mentioning an
-        entity; returns how many memories were deleted. Exactly one selector is given (checked by ``Bank``)."""
+        entity, with what rests on them; returns how many memories were deleted. Exactly one selector is given
+        (checked by ``Bank``)."""
+        return len(self.forget_all(bank_id, memory_id=memory_id, document_id=document_id, entity=entity).ids)
+
+    def forget_all(
+        self, bank_id: str, *, memory_id: str | None = None, document_id: str | None = None, entity: str | None = None
+    ) -> Forgotten:
+        """``forget`` with what was deleted, per kind (``memories`` asked for, then ``fact``, ``observation``,
+        ``opinion``, ``correction`` resting on them)."""
         store = self.store
         if document_id is not None:
-            # The document and its units go in one transaction: a crash never leaves it without its memories.
-            gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner)
+            asked = store.units_of_document(bank_id, document_id)
+            found = dependents(store.units_with_references(bank_id), asked)
+            # The document, its units and what rests on them go in one transaction with the rebuild job: a crash never
+            # leaves a summary of what was forgotten, nor a forgotten document without its observation job.
+            gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner, also=list(found.kinds),
+                                         jobs=self._jobs(bank_id, found))
             self.vectors.finish_delete(bank_id, gone)
-            return len(gone)
+            self._reembed_neighbours()
+            return Forgotten(gone, {"memories": len(set(gone) - set(found.kinds)), **found.counts()})
         if memory_id is not None:
             ids = [memory_id]
         else:
-            found = store.find_entity(bank_id, entity or "")
-            ids = store.units_of_entity(bank_id, found.id) if found else []
-        return self.delete_units(bank_id, ids)
+            hit = store.find_entity(bank_id, entity or "")
+            ids = store.units_of_entity(bank_id, hit.id) if hit else []
+        present = store.units_exist(bank_id, ids) if ids else set()
+        ids = [i for i in dict.fromkeys(ids) if i in present]
+        if not ids:
+            return Forgotten([], {"memories": 0})
+        found = dependents(store.units_with_references(bank_id), ids)
+        everything = list(dict.fromkeys([*ids, *found.kinds]))
+        self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found))
+        self._reembed_neighbours()
+        return Forgotten(everything, {"memories": len(ids), **found.counts()})
 
-    def delete_units(self, bank_id: str, ids: list[str]) -> int:
-        """Delete units from the graph (marking their vectors), then their vectors; returns how many existed."""
+    def _reembed_neighbours(self) -> None:
+        """Embed again the memories whose vectors held a deleted text as context (marked by the delete); a failure
+        leaves the marks for the next sync."""
+        try:
+            self.vectors.sync()
+        except Exception as exc:
+            log.warning("re-embedding after a forget deferred (left marked for sync): %s", exc)
+
+    def _jobs(self, bank_id: str, found: Dependents) -> list[Job]:
+        if not found.rebuild or self.rebuild_job is None:
+            return []
+        return [self.rebuild_job(bank_id, found.rebuild)]
+
+    def delete_units(self, bank_id: str, ids: list[str], *, jobs: Sequence[Job] = ()) -> int:
+        """Delete units from the graph (marking their vectors, queueing ``jobs``), then their vectors; returns how
+        many existed."""
         if not ids:
             return 0
         with self.vectors.hold(bank_id, ids):
-            deleted = self.store.delete_units(bank_id, ids, owner=self.vectors.owner)
+            deleted = self.store.delete_units(bank_id, ids, owner=self.vectors.owner, jobs=jobs)
             self.vectors.finish_delete(bank_id, ids)
         return deleted
 

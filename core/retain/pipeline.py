@@ -45,6 +45,7 @@ from ..stores.base import (
     DocumentStore,
     EntityStore,
     Mention,
+    Supersession,
     UnitBatch,
     UnitStore,
     VectorIndex,
@@ -84,6 +85,19 @@ class FactWriter(Protocol):
         ...
 
 
+FollowHook = Callable[[str, list[Supersession]], tuple[list[Supersession], list[Job]]]
+"""(bank, supersessions) -> the further supersessions and jobs they imply."""
+
+
+class SupersessionHook(Protocol):
+    """Finds the earlier memories that new units supersede (``retain.supersede.SupersessionDetector``)."""
+
+    def __call__(self, bank_id: str, units: Sequence[Memory], facts: Sequence[ExtractedFact],
+                 vectors: np.ndarray) -> list[Supersession]:
+        """The supersessions to record with the units (none when nothing changed)."""
+        ...
+
+
 class RetainPipeline:
     """Runs retain for any bank of one ``Hindsight`` instance."""
 
@@ -112,6 +126,11 @@ class RetainPipeline:
         # Every commit runs inside it: the engine's ``CommitGate.commit`` (no commit after ``Hindsight.close``).
         self.commit_gate: Callable[[], AbstractContextManager[object]] = nullcontext
         self.resolver = EntityResolver(store, settings.entities)
+        # Finds the earlier memories new units supersede (``retain.supersede``); None: no detection.
+        self.detect_supersessions: SupersessionHook | None = None
+        # What supersessions imply beyond the memories (observations resting on them): more supersessions and jobs
+        # recorded in the same transaction (``ObservationWriter.follow``).
+        self.follow_supersessions: FollowHook | None = None
         self._bank_locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -190,12 +209,15 @@ class RetainPipeline:
         *,
         jobs: Sequence[Job] = (),
         cites: Sequence[list[str]] | None = None,
+        supersedes: Sequence[tuple[int, str, dict[str, Any]]] = (),
     ) -> RetainResult:
         """Resolve, embed, link and write facts of ``doc`` (stored or not: reflect and background work write
         opinions and observations through here too). Units previously written for ``doc.id`` are replaced in
         the same graph transaction that adds the new ones; with ``cites`` (the raw unit ids each fact cites:
         the LLM facts added beside a document's raw units) only the document's earlier facts are. ``jobs`` are
-        queued in that transaction; ``opinion_events(units)`` gives history events committed with the units."""
+        queued in that transaction; ``opinion_events(units)`` gives history events committed with the units.
+        ``supersedes`` holds (index of a fact, id of the memory it supersedes, how it was decided): recorded in the
+        same transaction, beside the supersessions the ``detect_supersessions`` hook finds for the new units."""
         bank_id = doc.bank_id
         timings = {} if timings is None else timings
         with self._lock(bank_id):
@@ -211,6 +233,16 @@ class RetainPipeline:
             t = time.perf_counter()
             links = build_links(bank_id, units, facts, vectors, self.store, self.index, self.settings.links)
             timings["link_ms"] = _ms(t)
+            changes = [Supersession(old, units[i].id, units[i].mentioned_at or doc.timestamp or utcnow(), how)
+                       for i, old, how in supersedes]
+            if self.detect_supersessions is not None and units:
+                t = time.perf_counter()
+                changes += self.detect_supersessions(bank_id, units, facts, vectors)
+                timings["supersede_ms"] = _ms(t)
+            follow_jobs: list[Job] = []
+            if changes and self.follow_supersessions is not None:
+                more, follow_jobs = self.follow_supersessions(bank_id, changes)
+                changes += more
 
             t = time.perf_counter()
             batch = UnitBatch(
@@ -225,7 +257,8 @@ class RetainPipeline:
                 opinion_events=opinion_events(units) if opinion_events is not None else [],
                 document_id=doc.id,
                 revision=revision,
-                jobs=list(jobs),
+                jobs=[*jobs, *follow_jobs],
+                supersedes=changes,
             )
             names = self._commit(bank_id, doc.id, batch, vectors)
             _name_entities(units, resolution.mentions, names)

@@ -23,7 +23,7 @@ from ..models import AuditEntry  # the audit trail's record (``AuditLog``)
 from ..models import Job, JobStatus  # a second statement keeps the list above on one line
 
 # The records the protocols pass in and out live in ``records``; they are imported from here as well.
-from .records import Edge, OpinionUpdate, Owner, Released, UnitBatch, VectorFilter, VectorMeta
+from .records import Edge, OpinionUpdate, Owner, Released, Supersession, UnitBatch, VectorFilter, VectorMeta
 from .records import Mention as Mention
 
 C = TypeVar("C", bound=type)
@@ -235,9 +235,10 @@ class DocumentStore(Protocol):
         """Delete a raw document (its units are deleted separately)."""
         ...
 
-    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
-        """Delete a document and every unit extracted from it in one transaction, marking their vectors (under
-        ``owner``); returns the ids of the deleted units."""
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None, *,
+                        also: Sequence[str] = (), jobs: Sequence[Job] = ()) -> list[str]:
+        """Delete a document, every unit extracted from it and the units ``also`` names in one transaction, marking
+        their vectors (under ``owner``) and queueing ``jobs``; returns the ids of the deleted units."""
         ...
 
 
@@ -278,9 +279,21 @@ class UnitStore(Protocol):
         """Ids of the units that mention an entity."""
         ...
 
-    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> int:
-        """Delete units with their links, mentions and opinion history, and mark their vectors for removal
-        (under ``owner``) in the same transaction; return how many existed."""
+    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
+                     jobs: Sequence[Job] = ()) -> int:
+        """Delete units with their links, mentions and opinion history, mark their vectors for removal (under
+        ``owner``) and queue ``jobs`` in the same transaction; memories the deleted ones superseded are current
+        again. Return how many existed."""
+        ...
+
+    def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """(id, metadata) of the bank's units whose metadata names other memories they rest on
+        (``models.REFERENCE_KEYS``: facts' citations, observations' basis, opinions' evidence, corrections)."""
+        ...
+
+    def supersede_units(self, bank_id: str, items: Sequence[Supersession]) -> int:
+        """Record supersessions between stored memories in one transaction (``batch.supersedes`` does the same
+        inside ``add_units``); deleting a memory makes those it superseded current again. Returns how many."""
         ...
 
     def update_unit(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from ..models import Entity, Job, Link, Memory, Network, OpinionEvent, TimeRange
 
@@ -39,6 +40,20 @@ def voted_type(votes: Mapping[str, float], current: str) -> str:
     return "PERSON" if "PERSON" in tied else tied[0]
 
 
+@dataclass(frozen=True)
+class Supersession:
+    """A later memory supersedes an earlier one about the same subject and attribute (a move, a new job, a
+    correction). Nothing is deleted: the earlier memory keeps its text and gets ``superseded_by`` (``new_id``) and
+    ``valid_until`` (when the later one was said); ``how`` records who decided and on what evidence (``by``: rule,
+    model or correction, plus the cue or the corrector). A store applies it only when both memories exist in the
+    bank and the earlier one is not superseded already (the first supersession stands)."""
+
+    old_id: str
+    new_id: str
+    valid_until: datetime
+    how: Mapping[str, Any] = field(default_factory=dict)
+
+
 @dataclass
 class UnitBatch:
     """Everything one retain writes to the graph store, committed in one transaction.
@@ -69,6 +84,8 @@ class UnitBatch:
     # Jobs queued in the same transaction: the raw messages of ``retain(extract=True)`` commit with the job that
     # adds the LLM's facts, so no crash can leave them stored without it.
     jobs: list[Job] = field(default_factory=list)
+    # Earlier memories the batch's units supersede, recorded in the same transaction (see ``Supersession``).
+    supersedes: list[Supersession] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

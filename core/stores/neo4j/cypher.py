@@ -9,10 +9,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ...models import DocumentStatus, Job, OpinionEvent
+from ...models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, DocumentStatus, Job, OpinionEvent
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
-from ..records import voted_type
+from ..records import Supersession, voted_type
 
 _ACTIVE_DOCS = [DocumentStatus.PENDING.value, DocumentStatus.EXTRACTING.value]
 
@@ -105,11 +105,17 @@ def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -
     tx.run(
         "MATCH (o:OpinionEvent) WHERE o.bank_id = $bank AND o.opinion_id IN $ids DELETE o", ids=ids, bank=bank_id,
     ).consume()
+    texts = [(r["text"], r["doc"]) for r in tx.run(
+        "UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank AND u.document_id IS NOT NULL "
+        "RETURN u.text AS text, u.document_id AS doc", ids=ids, bank=bank_id,
+    )]
     gone = [r["id"] for r in tx.run(
         "UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank DETACH DELETE u RETURN id",
         ids=ids, bank=bank_id,
     )]
     _mark(tx, bank_id, gone, owner)
+    _release_superseded_tx(tx, bank_id, gone)
+    _forget_in_context_tx(tx, bank_id, texts, owner)
     if ents:
         tx.run(
             "UNWIND $ids AS id MATCH (e:Entity {id: id}) OPTIONAL MATCH (e)<-[m:MENTIONS]-() "
@@ -120,6 +126,68 @@ def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -
                ids=ents).consume()
         retype_tx(tx, ents)
     return len(gone)
+
+
+def _supersede_tx(tx: Any, bank_id: str, items: Sequence[Supersession]) -> int:
+    """Record each supersession whose two memories exist in the bank and whose earlier memory is current (the
+    metadata, as the API reads it, and a ``superseded_by`` property to find it by); returns how many."""
+    done = 0
+    for item in items:
+        if item.old_id == item.new_id:
+            continue
+        row = tx.run(
+            "MATCH (o:Unit {id: $old}) WHERE o.bank_id = $bank AND o.superseded_by IS NULL "
+            "MATCH (n:Unit {id: $new}) WHERE n.bank_id = $bank RETURN o.metadata AS metadata",
+            old=item.old_id, new=item.new_id, bank=bank_id,
+        ).single()
+        if row is None:
+            continue
+        meta = json.loads(row["metadata"] or "{}")
+        meta.update({SUPERSEDED_BY_KEY: item.new_id, VALID_UNTIL_KEY: item.valid_until.isoformat(),
+                     SUPERSESSION_KEY: dict(item.how)})
+        tx.run("MATCH (o:Unit {id: $old}) WHERE o.bank_id = $bank SET o.metadata = $meta, o.superseded_by = $new",
+               old=item.old_id, bank=bank_id, meta=json.dumps(meta, default=str), new=item.new_id).consume()
+        done += 1
+    return done
+
+
+def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
+    """Memories superseded by a deleted one are current again: what superseded them is no longer believed."""
+    if not gone:
+        return
+    rows = tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.superseded_by IN $gone "
+                  "RETURN u.id AS id, u.metadata AS metadata", bank=bank_id, gone=list(gone))
+    for row in list(rows):
+        meta = json.loads(row["metadata"] or "{}")
+        for key in (SUPERSEDED_BY_KEY, VALID_UNTIL_KEY, SUPERSESSION_KEY):
+            meta.pop(key, None)
+        tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta REMOVE u.superseded_by",
+               id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
+
+
+def _forget_in_context_tx(tx: Any, bank_id: str, gone: Sequence[tuple[str, str]], owner: str | None) -> None:
+    """Deleted texts leave their neighbours' keyword context too, and those neighbours' vectors (which embedded
+    them as context) are marked to be embedded again."""
+    by_doc: dict[str, list[str]] = {}
+    for text, document_id in gone:
+        by_doc.setdefault(document_id, []).append(text)
+    for document_id, texts in by_doc.items():
+        rows = list(tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.document_id = $doc AND u.context <> '' "
+                           "RETURN u.id AS id, u.text AS text, u.context AS context", bank=bank_id, doc=document_id))
+        changed: list[str] = []
+        for row in rows:
+            context = row["context"] or ""
+            if not any(t and t in context for t in texts):
+                continue
+            for t in texts:
+                context = context.replace(t, " ") if t else context
+            context = " ".join(context.split())
+            keywords = keyword_tokens([(row["text"], context)])[0]
+            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.context = $context, u += $keywords",
+                   id=row["id"], bank=bank_id, context=context, keywords=keywords).consume()
+            changed.append(row["id"])
+        if changed:
+            _mark(tx, bank_id, changed, owner)
 
 
 def _set_text(tx: Any, bank_id: str, unit_id: str, text: str, owner: str | None) -> bool:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from ...models import Document, DocumentKind, DocumentStatus
+from ...models import Document, DocumentKind, DocumentStatus, Job
 from ..common import from_epoch as _dt
 from ..common import to_epoch as _ts
 from .connection import Neo4jConnection
-from .cypher import _ACTIVE_DOCS, _delete_units_tx, _doc_key, _page
+from .cypher import _ACTIVE_DOCS, _create_job_tx, _delete_units_tx, _doc_key, _page
 
 
 class Neo4jDocuments(Neo4jConnection):
@@ -94,16 +95,21 @@ class Neo4jDocuments(Neo4jConnection):
             "MATCH (d:Document {key: $key}) DETACH DELETE d", key=_doc_key(bank_id, document_id)
         ).consume())
 
-    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
-        """Delete a document and its units in one transaction (vectors marked); returns the deleted unit ids."""
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None, *,
+                        also: Sequence[str] = (), jobs: Sequence[Job] = ()) -> list[str]:
+        """Delete a document and its units, and the units ``also`` names (what rests on them), in one transaction
+        (vectors marked) that queues ``jobs``; returns the deleted unit ids."""
         def work(tx: Any) -> list[str]:
             ids = [r["id"] for r in tx.run(
                 "MATCH (u:Unit) WHERE u.bank_id = $bank AND u.document_id = $doc RETURN u.id AS id",
                 bank=bank_id, doc=document_id,
             )]
+            ids = list(dict.fromkeys([*ids, *also]))
             if ids:
                 _delete_units_tx(tx, bank_id, ids, owner)
             tx.run("MATCH (d:Document {key: $key}) DETACH DELETE d", key=_doc_key(bank_id, document_id)).consume()
+            for job in jobs:
+                _create_job_tx(tx, job)
             return ids
 
         try:

@@ -12,12 +12,12 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import ConflictError
-from ...models import Entity, LinkType, Memory, Network
+from ...models import REFERENCE_KEYS, Entity, Job, LinkType, Memory, Network
 from ...text.names import normalise_name
 from ..common import from_epoch as _dt
 from ..common import nearest
 from ..common import to_epoch as _ts
-from ..records import Edge, UnitBatch
+from ..records import Edge, Supersession, UnitBatch
 from .connection import Neo4jConnection
 from .cypher import (
     _ENTITY_MERGE,
@@ -28,6 +28,7 @@ from .cypher import (
     _mark_key,
     _page,
     _set_text,
+    _supersede_tx,
     bank_key,
     keyword_tokens,
     retype_tx,
@@ -60,6 +61,7 @@ class Neo4jUnits(Neo4jConnection):
                 tx.run("UNWIND $rows AS r CREATE (u:Unit {id: r.id}) SET u += r.props", rows=units).consume()
             _mention_tx(tx, bank_id, mentions, remap)
             _link_tx(tx, bank_id, links, events)
+            _supersede_tx(tx, bank_id, batch.supersedes)
             for job in batch.jobs:
                 _create_job_tx(tx, job)
             if units:
@@ -161,16 +163,41 @@ class Neo4jUnits(Neo4jConnection):
         )
         return [r["id"] for r in rows]
 
-    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> int:
+    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
+                     jobs: Sequence[Job] = ()) -> int:
         """Delete units with their links, mentions and opinion history; entity counts follow; their vectors are
-        marked for removal under ``owner`` in the same transaction."""
+        marked for removal under ``owner`` and ``jobs`` are queued in the same transaction."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return 0
+
+        def work(tx: Any) -> int:
+            deleted = _delete_units_tx(tx, bank_id, wanted, owner)
+            for job in jobs:
+                _create_job_tx(tx, job)
+            return deleted
+
         try:
-            return self._write(lambda tx: _delete_units_tx(tx, bank_id, wanted, owner), retry_duplicates=True)
+            return int(self._write(work, retry_duplicates=True))
         finally:
             self._stale(bank_id)
+
+    def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """(id, metadata) of the bank's units whose metadata refers to other memories: facts' citations,
+        observations' basis, opinions' evidence, corrections (what forgetting must follow)."""
+        rows = self._run(
+            "MATCH (u:Unit) WHERE u.bank_id = $bank AND any(k IN $keys WHERE u.metadata CONTAINS k) "
+            "RETURN u.id AS id, u.metadata AS metadata",
+            bank=bank_id, keys=[f'"{key}"' for key in REFERENCE_KEYS],
+        )
+        return [(r["id"], json.loads(r["metadata"] or "{}")) for r in rows]
+
+    def supersede_units(self, bank_id: str, items: Sequence[Supersession]) -> int:
+        """Record supersessions between stored memories in one transaction; returns how many were recorded (see
+        ``records.Supersession``)."""
+        if not items:
+            return 0
+        return int(self._write(lambda tx: _supersede_tx(tx, bank_id, list(items)), retry_duplicates=True))
 
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None

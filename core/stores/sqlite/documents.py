@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from typing import Any
 
-from ...models import Document, DocumentKind, DocumentStatus
+from ...models import Document, DocumentKind, DocumentStatus, Job
 from ..common import from_epoch as _dt
 from ..common import to_epoch as _ts
 from .connection import SQLiteConnection
-from .sql import _delete_units, _page
+from .sql import _delete_units, _insert_job, _page
 
 
 class SQLiteDocuments(SQLiteConnection):
@@ -98,11 +99,16 @@ class SQLiteDocuments(SQLiteConnection):
         with self._tx() as con:
             con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
 
-    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None) -> list[str]:
-        """Delete a document and its units in one transaction (vectors marked); returns the deleted unit ids."""
+    def forget_document(self, bank_id: str, document_id: str, owner: str | None = None, *,
+                        also: Sequence[str] = (), jobs: Sequence[Job] = ()) -> list[str]:
+        """Delete a document and its units, and the units ``also`` names (what rests on them), in one transaction
+        (vectors marked) that queues ``jobs``; returns the deleted unit ids."""
         with self._tx() as con:
             ids = [r[0] for r in con.execute("SELECT id FROM units WHERE bank_id = ? AND document_id = ?",
                                              (bank_id, document_id))]
+            ids = list(dict.fromkeys([*ids, *also]))
             _delete_units(con, bank_id, ids, owner)
             con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
+            for job in jobs:
+                _insert_job(con, job)
         return ids

@@ -38,6 +38,9 @@ CREATE INDEX IF NOT EXISTS units_bank_doc ON units (bank_id, document_id, positi
 -- A bank's units in insertion order (the rowid rides along in every index): page_units reads a page of the newest
 -- without sorting the whole bank (0.2 ms instead of 38 ms at 40k units).
 CREATE INDEX IF NOT EXISTS units_bank_seq ON units (bank_id);
+-- Memories superseded by a given one (forgetting it makes them current again).
+CREATE INDEX IF NOT EXISTS units_superseded ON units (bank_id, json_extract(metadata, '$.superseded_by'))
+    WHERE json_extract(metadata, '$.superseded_by') IS NOT NULL;
 CREATE VIRTUAL TABLE IF NOT EXISTS units_fts USING fts5 (
     text, context, content='units', content_rowid='seq', tokenize='""" + TOKENIZER + """'
 );
@@ -112,7 +115,7 @@ CREATE INDEX IF NOT EXISTS audit_bank_at ON audit (bank_id, at, id);
 CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id);
 """
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 
 
 def _migrate(con: sqlite3.Connection) -> None:
@@ -123,7 +126,8 @@ def _migrate(con: sqlite3.Connection) -> None:
     ``normalise_name`` and duplicates merged, so that (bank, norm) can become unique. v4 -> v5: the ``audit`` table,
     which the schema script creates (nothing to change here). v5 -> v6: a job's ``result``. v6 -> v7: each
     mention's type evidence (``type``, ``weight``; empty on older mentions, which count for their entity's type as
-    stored: see ``sql._freeze_types``).
+    stored: see ``sql._freeze_types``). v7 -> v8: the ``units_superseded`` index
+    (the schema script makes it; a supersession lives in the unit's metadata).
     """
     mention_cols = {r[1] for r in con.execute("PRAGMA table_info(mentions)")}
     if mention_cols and "type" not in mention_cols:

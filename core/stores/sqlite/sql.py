@@ -10,11 +10,11 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ...models import Entity, EntityType, Job, OpinionEvent
+from ...models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Entity, EntityType, Job, OpinionEvent
 from ...text.names import normalise_name
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
-from ..records import voted_type
+from ..records import Supersession, voted_type
 
 
 def _adjust_keyword_stats(
@@ -174,12 +174,15 @@ def _delete_units(con: sqlite3.Connection, bank_id: str, ids: Sequence[str], own
             )
         ]
         gone = con.execute(
-            f"SELECT id, kw_text, kw_context, kw_len FROM units WHERE +bank_id = ? AND id IN ({marks})",
+            f"SELECT id, kw_text, kw_context, kw_len, text, document_id FROM units "
+            f"WHERE +bank_id = ? AND id IN ({marks})",
             [bank_id, *chunk],
         ).fetchall()
-        _adjust_keyword_stats(con, bank_id, [r[1:] for r in gone], -1)
+        _adjust_keyword_stats(con, bank_id, [r[1:4] for r in gone], -1)
         cur = con.execute(f"DELETE FROM units WHERE +bank_id = ? AND id IN ({marks})", [bank_id, *chunk])
         deleted += cur.rowcount
+        _release_superseded(con, bank_id, [r[0] for r in gone])
+        _forget_in_context(con, bank_id, [(r[4], r[5]) for r in gone if r[5] is not None], owner, now)
         con.executemany(
             "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
@@ -190,6 +193,70 @@ def _delete_units(con: sqlite3.Connection, bank_id: str, ids: Sequence[str], own
             con.execute(f"DELETE FROM entities WHERE id IN ({','.join('?' * len(ents))}) AND mention_count = 0",
                         ents)
     return deleted
+
+
+SUPERSEDED_EXPR = f"json_extract(metadata, '$.{SUPERSEDED_BY_KEY}')"
+"""The SQL expression of a unit's ``superseded_by`` (indexed: ``units_superseded``)."""
+
+
+def _supersede(con: sqlite3.Connection, bank_id: str, items: Sequence[Supersession]) -> int:
+    """Record each supersession whose two memories exist in the bank and whose earlier memory is current; returns
+    how many were recorded (see ``records.Supersession``)."""
+    done = 0
+    for item in items:
+        if item.old_id == item.new_id:
+            continue
+        exists = con.execute("SELECT 1 FROM units WHERE id = ? AND bank_id = ?", (item.new_id, bank_id)).fetchone()
+        if exists is None:
+            continue
+        cur = con.execute(
+            f"UPDATE units SET metadata = json_set(metadata, '$.{SUPERSEDED_BY_KEY}', ?, '$.{VALID_UNTIL_KEY}', ?, "
+            f"'$.{SUPERSESSION_KEY}', json(?)) WHERE id = ? AND bank_id = ? AND {SUPERSEDED_EXPR} IS NULL",
+            (item.new_id, item.valid_until.isoformat(), json.dumps(dict(item.how), default=str), item.old_id,
+             bank_id),
+        )
+        done += cur.rowcount
+    return done
+
+
+def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
+    """Memories superseded by a deleted one are current again: what superseded them is no longer believed."""
+    for chunk in _chunks(list(gone), 500):
+        con.execute(
+            f"UPDATE units SET metadata = json_remove(metadata, '$.{SUPERSEDED_BY_KEY}', '$.{VALID_UNTIL_KEY}', "
+            f"'$.{SUPERSESSION_KEY}') WHERE bank_id = ? AND {SUPERSEDED_EXPR} IN ({','.join('?' * len(chunk))})",
+            [bank_id, *chunk],
+        )
+
+
+def _forget_in_context(con: sqlite3.Connection, bank_id: str, gone: Sequence[tuple[str, str]], owner: str | None,
+                       now: float) -> None:
+    """Deleted texts leave their neighbours' keyword context too (a reply is searched with the message before it),
+    and those neighbours' vectors, which embedded them as context, are marked (under ``owner``) to be embedded
+    again."""
+    by_doc: dict[str, list[str]] = {}
+    for text, document_id in gone:
+        by_doc.setdefault(document_id, []).append(text)
+    for document_id, texts in by_doc.items():
+        rows = con.execute("SELECT id, text, context, kw_text, kw_context, kw_len FROM units "
+                           "WHERE bank_id = ? AND document_id = ? AND context != ''", (bank_id, document_id)).fetchall()
+        for row in rows:
+            context = row[2]
+            if not any(t and t in context for t in texts):
+                continue
+            for t in texts:
+                context = context.replace(t, " ") if t else context
+            context = " ".join(context.split())
+            kw = keyword_columns([(row[1], context)])[0]
+            _adjust_keyword_stats(con, bank_id, [row[3:6]], -1)
+            _adjust_keyword_stats(con, bank_id, [kw], +1)
+            con.execute("UPDATE units SET context = ?, kw_text = ?, kw_context = ?, kw_len = ? WHERE id = ?",
+                        (context, *kw, row[0]))
+            con.execute(
+                "INSERT INTO vector_marks (bank_id, unit_id, owner, marked_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (bank_id, unit_id) DO UPDATE SET owner = excluded.owner, marked_at = excluded.marked_at",
+                (bank_id, row[0], owner, now),
+            )
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:

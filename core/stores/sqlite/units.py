@@ -11,12 +11,12 @@ from datetime import datetime
 from typing import Any
 
 from ...errors import ConflictError
-from ...models import LinkType, Memory, Network
+from ...models import REFERENCE_KEYS, Job, LinkType, Memory, Network
 from ..common import from_epoch as _dt
 from ..common import nearest
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
-from ..records import Edge, UnitBatch
+from ..records import Edge, Supersession, UnitBatch
 from .connection import SQLiteConnection
 from .sql import (
     _adjust_keyword_stats,
@@ -27,6 +27,7 @@ from .sql import (
     _page,
     _recount,
     _set_text,
+    _supersede,
     _upsert_entity,
 )
 
@@ -87,6 +88,7 @@ class SQLiteUnits(SQLiteConnection):
                 [(bank_id, link.source_id, link.target_id, link.type.value, link.weight, link.source_id, bank_id,
                   link.target_id, bank_id) for link in batch.links],
             )
+            _supersede(con, bank_id, batch.supersedes)
             for event in batch.opinion_events:
                 _insert_event(con, bank_id, event)
             for job in batch.jobs:
@@ -181,11 +183,31 @@ class SQLiteUnits(SQLiteConnection):
         )
         return [r[0] for r in rows]
 
-    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None) -> int:
+    def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
+                     jobs: Sequence[Job] = ()) -> int:
         """Delete units with their links, mentions and history; entity counts follow; their vectors are marked
-        for removal under ``owner`` in the same transaction. Returns how many existed."""
+        for removal under ``owner`` and ``jobs`` are queued in the same transaction. Returns how many existed."""
         with self._tx() as con:
-            return _delete_units(con, bank_id, ids, owner)
+            deleted = _delete_units(con, bank_id, ids, owner)
+            for job in jobs:
+                _insert_job(con, job)
+            return deleted
+
+    def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
+        """(id, metadata) of the bank's units whose metadata refers to other memories: facts' citations,
+        observations' basis, opinions' evidence, corrections (what forgetting must follow)."""
+        rows = self._con().execute(
+            "SELECT id, metadata FROM units WHERE bank_id = ? AND ("
+            + " OR ".join(f"instr(metadata, '\"{key}\"') > 0" for key in REFERENCE_KEYS) + ")",
+            (bank_id,),
+        )
+        return [(r[0], json.loads(r[1])) for r in rows]
+
+    def supersede_units(self, bank_id: str, items: Sequence[Supersession]) -> int:
+        """Record supersessions between stored memories in one transaction; returns how many were recorded (see
+        ``records.Supersession``)."""
+        with self._tx() as con:
+            return _supersede(con, bank_id, items)
 
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None

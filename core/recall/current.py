@@ -1,0 +1,103 @@
+"""What is current: superseded memories come after what superseded them, unless the question asks about the past.
+
+A memory superseded by a later one (``Memory.superseded_by``: a move, a new job, a correction) keeps its text and
+its place in every channel; only the packing order changes. When the ranking reaches a superseded memory before the
+memory that superseded it, the current one is brought in at that place and the superseded one follows it, so the
+answer to "Where does Ana live now?" comes first and the history stays right behind it (a question about the
+past still finds it). A question about the past ("before", "used to", a year, ``time_range``) or a recall
+``as_of`` a time before the change keeps the fused order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory
+from ..temporal import TemporalConstraint
+
+MAX_CHAIN = 8
+"""A memory superseded by one that was superseded in turn is followed this far to what is current now."""
+
+_PAST = re.compile(
+    r"\b(before|used to|use to|previous(ly)?|former(ly)?|originally|at first|back then|in the past|earlier|old|"
+    r"ago|prior|until|no longer|any ?more)\b",
+    re.IGNORECASE,
+)
+
+
+def asks_about_past(query: str, constraint: TemporalConstraint | None, reference_time: datetime) -> bool:
+    """Whether a question asks how things were rather than how they are: a past cue ("before", "used to",
+    "previously", "originally", "no longer"), or a time it names that ends before the reference time ("in 2023",
+    "last spring"). A bare past tense ("Where did Ana live?") is not enough: the superseded memory still comes
+    right after the current one."""
+    window = constraint.range if constraint is not None else None
+    if window is not None and window.end is not None and window.end < reference_time:
+        return True
+    return _PAST.search(query) is not None
+
+
+@dataclass
+class CurrentNotes:
+    """What the current-first order did, for the trace: superseded memories packed after their successor
+    (``demoted``) and current memories a superseded one brought in (``brought_by``: current id -> superseded id)."""
+
+    demoted: set[str] = field(default_factory=set)
+    brought_by: dict[str, str] = field(default_factory=dict)
+
+
+def current_first(
+    memories: Iterator[Memory], load: Callable[[Sequence[str]], list[Memory]], when: datetime | None,
+    notes: CurrentNotes,
+) -> Iterator[Memory]:
+    """The memories in rank order, except that a memory not current at ``when`` (now when None) never comes before
+    the memory that is current in its place: that one is brought in (``load``) where the superseded one ranked,
+    and the superseded one follows it. Lazy like the ranking it wraps."""
+    shown: set[str] = set()
+    for m in memories:
+        if m.id in shown:
+            continue
+        if m.current_at(when):
+            shown.add(m.id)
+            yield m
+            continue
+        successor = _current_successor(m, load, when)
+        if successor is not None and successor.id not in shown:
+            shown.add(successor.id)
+            notes.brought_by[successor.id] = m.id
+            yield successor
+        if successor is not None:
+            notes.demoted.add(m.id)
+        shown.add(m.id)
+        yield m
+
+
+def _current_successor(
+    m: Memory, load: Callable[[Sequence[str]], list[Memory]], when: datetime | None
+) -> Memory | None:
+    """The memory current at ``when`` that (through a chain of supersessions) replaced ``m``; None when it is gone
+    or filtered out (then ``m`` keeps its place)."""
+    seen = {m.id}
+    current = m
+    for _ in range(MAX_CHAIN):
+        nxt = current.superseded_by
+        if nxt is None or nxt in seen:
+            return None if current is m else current
+        seen.add(nxt)
+        found = load([nxt])
+        if not found:
+            return None if current is m else current
+        current = found[0]
+        if current.current_at(when):
+            return current
+    return current if current is not m else None
+
+
+def as_believed(memory: Memory, when: datetime) -> Memory:
+    """``memory`` as the bank held it at ``when``: a supersession recorded later is left out."""
+    if memory.superseded_by is None or not memory.current_at(when):
+        return memory
+    keys = (SUPERSEDED_BY_KEY, VALID_UNTIL_KEY, SUPERSESSION_KEY)
+    return memory.model_copy(update={"metadata": {k: v for k, v in memory.metadata.items() if k not in keys}})

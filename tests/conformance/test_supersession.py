@@ -1,0 +1,183 @@
+"""Beliefs that change, on every backend: supersession recorded at retain (never deletion), recall that puts what is
+current first and answers ``as_of`` a time, corrections, and forgetting that takes along what rests on what it
+deletes (facts, observations, corrections, opinions) and makes superseded memories current again."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from conformance_support import Backend
+
+from hindsight_core import Hindsight
+from hindsight_core.errors import InvalidInputError, MemoryNotFoundError
+from hindsight_core.extract.base import ExtractedFact
+from hindsight_core.models import Document, JobStatus, Memory, Network
+from hindsight_core.reflect.observation_job import OBSERVATIONS, observation_document_id
+from hindsight_core.runtime.integrity import check
+
+T0 = datetime(2023, 1, 10, 9, 0, tzinfo=UTC)
+
+
+def say(speaker: str, text: str, mid: str, days: int) -> dict[str, Any]:
+    """One message ``days`` after T0."""
+    return {"speaker": speaker, "text": text, "id": mid, "timestamp": (T0 + timedelta(days=days)).isoformat()}
+
+
+def fill(hs: Hindsight, bank_id: str) -> dict[str, Memory]:
+    """Two people state things, talk of other things for months, then one changes (and one look-alike does not);
+    returns each message's memory by message id."""
+    bank = hs.bank(bank_id)
+    sessions = [
+        [say("Ana", "I live in Lisbon, in a small flat near the river.", "a1", 0),
+         say("Rui", "I work as a nurse at the Santa Maria hospital.", "r1", 0)],
+        [say("Ana", "The jacaranda trees are blooming everywhere this week.", "a2", 60),
+         say("Rui", "My sister moved to Porto for her new job.", "r2", 60)],
+        [say("Ana", "We moved to Porto last month, the new flat is much bigger.", "a3", 300),
+         say("Rui", "Still working nights at the hospital, as a nurse.", "r3", 300)],
+    ]
+    for i, session in enumerate(sessions):
+        bank.retain(session, document_id=f"s{i + 1}", extract=False, background=False)
+    units = hs.store.get_units(bank_id, list(hs.store.unit_ids(bank_id)))
+    return {m.sources[0]: m for m in units}
+
+
+def test_a_change_supersedes_the_earlier_statement_and_nothing_else(backend: Backend, embedder: Any,
+                                                                     bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        by_msg = fill(hs, bank_id)
+        lisbon, porto = by_msg["a1"], by_msg["a3"]
+        assert lisbon.superseded_by == porto.id
+        assert lisbon.valid_until == porto.mentioned_at
+        assert lisbon.text.startswith("Ana: I live in Lisbon")  # history keeps its words
+        assert lisbon.metadata["supersession"]["by"] == "rule"
+        # Another person's move, a restatement and everything else stay current.
+        assert [m for m in by_msg.values() if m.superseded_by and m.id != lisbon.id] == []
+        assert not lisbon.current_at(None) and lisbon.current_at(T0 + timedelta(days=100))
+        assert check(hs).ok
+
+
+def test_recall_puts_what_is_current_first_and_keeps_the_past(backend: Backend, embedder: Any, bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        by_msg = fill(hs, bank_id)
+        bank = hs.bank(bank_id)
+        lisbon, porto = by_msg["a1"], by_msg["a3"]
+        now = bank.recall("Where does Ana live?", trace=True, reference_time=T0 + timedelta(days=400))
+        ids = [m.id for m in now.memories]
+        assert ids.index(porto.id) < ids.index(lisbon.id)
+        item = next(i for i in now.trace.items if i.memory_id == lisbon.id)  # type: ignore[union-attr]
+        assert item.superseded_by == porto.id
+        before = bank.recall("Where did Ana live before she moved?", reference_time=T0 + timedelta(days=400))
+        assert lisbon.id in [m.id for m in before.memories[:5]]
+        # As of a day before the move was said: the move is not known yet and Lisbon is current.
+        then = bank.recall("Where does Ana live?", as_of=T0 + timedelta(days=100))
+        then_ids = [m.id for m in then.memories]
+        assert lisbon.id in then_ids and porto.id not in then_ids
+        assert next(m for m in then.memories if m.id == lisbon.id).superseded_by is None
+        with pytest.raises(InvalidInputError):
+            bank.recall("Where does Ana live?", as_of="not a date")
+
+
+def test_a_correction_supersedes_and_is_audited(backend: Backend, embedder: Any, bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        by_msg = fill(hs, bank_id)
+        bank = hs.bank(bank_id)
+        wrong = by_msg["r1"]
+        fixed = bank.correct(wrong.id, "Rui works as a paramedic, not a nurse.", by="rui")
+        assert bank.get(wrong.id).superseded_by == fixed.id  # type: ignore[union-attr]
+        assert fixed.network == wrong.network and fixed.sources == wrong.sources
+        assert fixed.metadata["correction"]["of"] == wrong.id and fixed.metadata["correction"]["by"] == "rui"
+        entry = bank.audit(limit=1)[0]
+        assert entry.operation == "correct" and set(entry.memory_ids) == {wrong.id, fixed.id}
+        assert "nurse" not in entry.summary and "paramedic" not in entry.summary
+        # Correcting it again replaces the first correction; the memory stays superseded, by the new one.
+        again = bank.correct(wrong.id, "Rui works as a firefighter.", by="rui")
+        assert bank.get(fixed.id) is None and bank.get(wrong.id).superseded_by == again.id  # type: ignore[union-attr]
+        top = bank.recall("What is Rui's job?").memories
+        assert [m.id for m in top].index(again.id) < [m.id for m in top].index(wrong.id)
+        with pytest.raises(MemoryNotFoundError):
+            bank.correct("no-such-memory", "x")
+        with pytest.raises(InvalidInputError):
+            bank.correct(wrong.id, "   ")
+        # Forgetting the corrected memory takes its correction along.
+        assert bank.forget(memory_id=wrong.id) == 2
+        assert bank.get(again.id) is None
+        assert check(hs).ok
+
+
+def _observation(hs: Hindsight, bank_id: str, entity: str, basis: list[Memory]) -> Memory:
+    """An observation written as the observation job writes one (its text, basis and entity), without a model."""
+    found = hs.store.find_entity(bank_id, entity)
+    assert found is not None
+    fact = ExtractedFact(text=f"{entity} lives in Lisbon near the river.", network=Network.OBSERVATION,
+                         sources=[s for m in basis for s in m.sources])
+    doc = Document(id=observation_document_id(found.id), bank_id=bank_id, content=entity,
+                   timestamp=T0 + timedelta(days=1))
+    meta = {"entity": found.name, "entity_id": found.id, "facts": [m.id for m in basis]}
+    return hs.engine.retainer.store_facts(doc, [fact], metadata=meta).memories[0]
+
+
+def _fact(hs: Hindsight, bank_id: str, raw: Memory, text: str) -> Memory:
+    """An LLM fact beside a raw message, as the facts job stores one."""
+    doc = Document(id=raw.document_id or "", bank_id=bank_id, content="", timestamp=raw.mentioned_at)
+    fact = ExtractedFact(text=text, network=Network.WORLD, sources=list(raw.sources), mentioned_at=raw.mentioned_at)
+    return hs.engine.retainer.store_facts(doc, [fact], cites=[[raw.id]]).memories[0]
+
+
+def _queued_rebuilds(hs: Hindsight, bank_id: str) -> list[dict[str, Any]]:
+    return [j.payload for j in hs.store.page_jobs(bank_id, JobStatus.QUEUED, limit=100, offset=0)
+            if j.kind == OBSERVATIONS and j.payload.get("rebuild")]
+
+
+def test_an_observation_resting_on_a_superseded_memory_is_superseded_and_rewritten(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        bank.retain([say("Ana", "I live in Lisbon, in a small flat near the river.", "a1", 0)], document_id="s1",
+                    extract=False, background=False)
+        lisbon = hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, "s1"))[0]
+        summary = _observation(hs, bank_id, "Ana", [lisbon])
+        bank.retain([say("Ana", "We moved to Porto last month, the new flat is much bigger.", "a3", 300)],
+                    document_id="s3", extract=False, background=False)
+        porto = hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, "s3"))[0]
+        assert bank.get(lisbon.id).superseded_by == porto.id  # type: ignore[union-attr]
+        # In the same transaction: the summary is history too, and a job writes it again from what is current.
+        assert bank.get(summary.id).superseded_by == porto.id  # type: ignore[union-attr]
+        rebuilds = _queued_rebuilds(hs, bank_id)
+        ana = hs.store.find_entity(bank_id, "Ana")
+        assert ana is not None and any(ana.id in p["entity_ids"] for p in rebuilds)
+        top = [m.id for m in bank.recall("Where does Ana live?").memories]
+        assert top.index(porto.id) < top.index(summary.id)
+
+
+def test_forgetting_takes_what_rests_on_it(backend: Backend, embedder: Any, bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        by_msg = fill(hs, bank_id)
+        bank = hs.bank(bank_id)
+        lisbon, porto = by_msg["a1"], by_msg["a3"]
+        fact = _fact(hs, bank_id, porto, "Ana moved to Porto in 2023 and her new flat is bigger.")
+        summary = _observation(hs, bank_id, "Ana", [porto, by_msg["a2"]])
+        opinion = bank.add_opinion("Ana is happier in Porto.", 0.6, based_on=[porto.id])
+        keep = bank.add_opinion("Ana likes trees.", 0.6, based_on=[by_msg["a2"].id])
+        # One message: its fact, the observation and the opinion written from it go in the same transaction.
+        gone = {porto.id, fact.id, summary.id, opinion.id}
+        assert bank.forget(memory_id=porto.id) == len(gone)
+        assert not gone & hs.store.unit_ids(bank_id) and not gone & hs.index.ids(bank_id)
+        assert bank.get(keep.id) is not None
+        entry = bank.audit(limit=1)[0]
+        assert entry.operation == "forget" and "Porto" not in entry.summary
+        assert entry.counts == {"memories": 1, "fact": 1, "observation": 1, "opinion": 1}
+        # What the forgotten move superseded is current again; the entity's observation is queued to be rewritten.
+        assert bank.get(lisbon.id).superseded_by is None  # type: ignore[union-attr]
+        ana = hs.store.find_entity(bank_id, "Ana")
+        assert ana is not None and any(ana.id in p["entity_ids"] for p in _queued_rebuilds(hs, bank_id))
+        texts = " ".join(m.text for m in bank.recall("Porto flat move", budget=100_000).memories)
+        assert "Porto" not in texts.replace("My sister moved to Porto", "")
+        assert hs.store.keyword_search(bank_id, "bigger", 10) == []
+        # A whole document: its messages and the facts beside them.
+        rest = set(hs.store.units_of_document(bank_id, "s3"))
+        assert rest and bank.forget(document_id="s3") == len(rest)
+        assert not rest & hs.store.unit_ids(bank_id)
+        assert check(hs).ok
