@@ -117,9 +117,12 @@ def test_commands_off_a_terminal_print_no_progress_bar(tmp_path: Path) -> None:
 def test_a_quick_command_on_a_terminal_draws_no_bar_and_long_work_would(tmp_path: Path) -> None:
     store = str(tmp_path / "memory")
     source = str(conversation_file(tmp_path))
-    quick = on_terminal("--path", store, "retain", "runs", source, "--no-extract", env=_cli_env())
-    assert "runs:session_1" in quick
-    assert "Loading weights" not in quick and "it/s" not in quick  # loading the model took well under 2 s
+    note = tmp_path / "note.txt"
+    note.write_text("Ana finished her first 10k race in Porto.", encoding="utf-8")
+    # One document (no retain bar) and the model's weights loaded from disk in well under LONG_WORK_S.
+    quick = on_terminal("--path", store, "retain", "note", str(note), "--no-extract", env=_cli_env())
+    assert "1 memory" in quick
+    assert "Loading weights" not in quick and "it/s" not in quick
     # The same command whose work counts as long from its first second (the delay a user may set): the bars are
     # there on a terminal, model loading's and the retain's own.
     shown = on_terminal("--path", store, "retain", "runs2", source, "--no-extract", env=_cli_env(TQDM_DELAY="0"))
