@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import islice
 
 from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory
 from ..temporal import TemporalConstraint
@@ -41,8 +42,9 @@ def asks_about_past(query: str, constraint: TemporalConstraint | None, reference
 
 @dataclass
 class CurrentNotes:
-    """What the current-first order did, for the trace: superseded memories packed after their successor
-    (``demoted``) and current memories a superseded one brought in (``brought_by``: current id -> superseded id)."""
+    """What the current-first (or past-first) order did, for the trace: superseded memories packed after their
+    successor (``demoted``) and memories another brought in (``brought_by``: a current one by the memory it
+    superseded, or for a question about the past, a superseded one by its successor)."""
 
     demoted: set[str] = field(default_factory=set)
     brought_by: dict[str, str] = field(default_factory=dict)
@@ -72,6 +74,33 @@ def current_first(
             notes.demoted.add(m.id)
         shown.add(m.id)
         yield m
+
+
+def past_first(
+    memories: Iterator[Memory], superseded: Callable[[Sequence[str]], dict[str, list[str]]],
+    load: Callable[[Sequence[str]], list[Memory]], notes: CurrentNotes, batch: int = 20,
+) -> Iterator[Memory]:
+    """For a question about the past: the memories in rank order, each preceded by the memories it superseded (what
+    was true before it), brought in where it ranked (``notes.brought_by``: old id -> the current one). Reads ahead
+    ``batch`` memories at a time, one lookup for each batch."""
+    shown: set[str] = set()
+    while True:
+        head = list(islice(memories, batch))
+        if not head:
+            return
+        olds = superseded([m.id for m in head])
+        wanted = [o for m in head for o in olds.get(m.id, []) if o not in shown]
+        found = {m.id: m for m in load(wanted)} if wanted else {}
+        for m in head:
+            for old_id in olds.get(m.id, []):
+                old = found.get(old_id)
+                if old is not None and old.id not in shown:
+                    shown.add(old.id)
+                    notes.brought_by[old.id] = m.id
+                    yield old
+            if m.id not in shown:
+                shown.add(m.id)
+                yield m
 
 
 def _current_successor(

@@ -20,7 +20,7 @@ from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
 from ..text.inputs import clean_text, parse_timestamp
 from ..validation import When, Window
 from . import channels as ch
-from .current import CurrentNotes, as_believed, asks_about_past, current_first
+from .current import CurrentNotes, as_believed, asks_about_past, current_first, past_first
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
 from .registry import CHANNELS, REGISTRY, ChannelQuery, Hits, needed, trusted
@@ -182,10 +182,12 @@ class RecallPipeline:
             memories = self._facts_as_keys(bank_id, memories, nets, window, notes)
         elif s.fact_ranking == "below_sources":
             memories = _facts_below_sources(memories, notes)
+        load = lambda ids: list(self._iter_memories(bank_id, list(ids), nets, window, notes.as_of))  # noqa: E731
         if notes.current_first:
-            memories = current_first(memories, lambda ids: list(self._iter_memories(bank_id, list(ids), nets, window,
-                                                                                     notes.as_of)),
-                                     notes.as_of, notes.current)
+            memories = current_first(memories, load, notes.as_of, notes.current)
+        else:  # a question about the past: what was true before comes before what replaced it
+            memories = past_first(memories, lambda ids: self.store.superseded_by_ids(bank_id, ids), load,
+                                  notes.current)
         memories = self._with_context(bank_id, memories, nets, window, notes.context_of, notes.as_of)
         if s.distinct_evidence:
             memories = distinct_evidence_first(memories, notes.covered_by)

@@ -14,13 +14,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..config import SupersessionSettings
 from ..extract.base import ExtractedFact
 from ..models import Memory, Network
-from ..stores.base import Supersession, UnitStore, VectorIndex
+from ..stores.base import SearchStore, Supersession, UnitStore, VectorIndex
 
 NETWORKS = (Network.WORLD, Network.EXPERIENCE)
 """Only statements about the world and the agent's experience supersede one another (never opinions or
@@ -40,23 +42,34 @@ def _words(*alternatives: str) -> re.Pattern[str]:
     return re.compile(r"\b(?:" + "|".join(alternatives) + r")\b", re.IGNORECASE)
 
 
+_DATE_WORDS = (r"\d|january|february|march|april|may|june|july|august|september|october|november|december|"
+               r"next|this|the (?:\d|end|start|first|second)|monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
+               r"spring|summer|autumn|fall|winter")
+_DATED = re.compile(rf"\b(?:{_DATE_WORDS}|tomorrow|tonight|week|month|year)", re.IGNORECASE)
+
+
 ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("home",
               _words(r"live[sd]?", r"living", r"apartment", r"flat", r"house", r"home", r"neighbou?rhood",
-                     r"rent(?:ing)?", r"moved", r"place"),
-              _words(r"moved", r"relocated", r"new (?:place|apartment|flat|house|home)", r"settled in",
+                     r"rent(?:ing)?", r"place"),
+              # "moved to Porto", never "moved the christening to March" (an event) or "moved to 9 September"
+              _words(rf"moved (?:to|into|in|out|away|back|house)(?! (?:{_DATE_WORDS}))", r"relocated",
+                     r"new (?:place|apartment|flat|house|home)", r"settled in",
                      r"living in \w+ now", r"now live", r"live in \w+ now")),
     Attribute("job",
-              _words(r"work(?:s|ed|ing)?", r"job", r"employed", r"position", r"career", r"company", r"shifts?",
-                     r"hired", r"office", r"profession"),
+              # the speaker's own work: "I work at", "my job", "working as" (not "that's what worked for my gran")
+              _words(r"(?:i|i'?m|i'?ve been|we) (?:\w+ ){0,2}(?:work(?:s|ed|ing)?|employed|hired)",
+                     r"my (?:\w+ )?(?:job|position|career|shifts?|boss|profession)", r"work(?:ing)? (?:as|at|for)"),
               _words(r"quit", r"resigned", r"left (?:my|the|our) (?:job|company|position)", r"fired", r"laid off",
                      r"got hired", r"new job", r"started (?:a new job|working)", r"promoted", r"now work(?:ing)?",
-                     r"switched (?:jobs|careers)", r"retired", r"career change", r"first (?:week|day|month) (?:at|as)",
+                     r"switched (?:jobs|careers)",
+                     r"(?:i|i'?ve|i'?m) (?:just |finally )?retired", r"career change",
+                     r"first (?:week|day|month) (?:at|as)",
                      r"no longer work", r"don'?t work .{0,30} anymore", r"left nursing", r"left teaching",
                      r"i'?m (?:now )?an? \w+ now")),
     Attribute("partner",
               _words(r"boyfriend", r"girlfriend", r"partner", r"husband", r"wife", r"fianc[eé]e?", r"dating",
-                     r"married", r"engaged", r"single", r"relationship"),
+                     r"married", r"engaged", r"single", r"relationship", r"together", r"anniversary"),
               _words(r"broke up", r"split up", r"divorced", r"separated", r"got married", r"got engaged",
                      r"new (?:boyfriend|girlfriend|partner)", r"single (?:again|now)", r"ended (?:it|things)",
                      r"no longer (?:together|dating|with)")),
@@ -69,8 +82,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("vehicle",
               _words(r"car", r"bike", r"motorcycle", r"motorbike", r"scooter", r"truck", r"van", r"drive", r"driving",
                      r"drives"),
-              _words(r"sold", r"bought", r"traded (?:in|it)", r"new (?:car|bike|motorcycle|scooter|truck|van)",
-                     r"crashed", r"totaled", r"totalled", r"got rid of", r"replaced", r"switched to")),
+              _words(r"(?:sold|bought|got|crashed|totall?ed|replaced|traded in|switched to|upgraded to) "
+                     r"(?:a |an |my |the |our )?(?:new |second-hand |used |old |brand new )?(?:[\w-]+ )?"
+                     r"(?:car|bike|motorcycle|motorbike|scooter|truck|van|ute)",
+                     r"new (?:car|bike|motorcycle|scooter|truck|van)")),
     Attribute("diet",
               _words(r"vegetarian", r"vegan", r"meat", r"eat(?:ing)?", r"diet", r"gluten", r"dairy", r"keto",
                      r"pescatarian", r"sugar"),
@@ -96,17 +111,18 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("habit",
               _words(r"run(?:s|ning)?", r"smok(?:e|es|ing)", r"gym", r"yoga", r"swim(?:ming)?", r"drink(?:ing)?",
                      r"coffee", r"meditat(?:e|ing)", r"routine", r"cycl(?:e|ing)", r"workouts?"),
-              _words(r"quit", r"stopped", r"gave up", r"took up", r"no longer", r"switched to", r"started",
-                     r"picked up")),
+              _words(r"quit (?:smoking|drinking|running|the gym|coffee|caffeine|alcohol)",
+                     r"(?:stopped|gave up) (?:smoking|drinking|running|coffee|caffeine|alcohol)")),
     Attribute("device",
               _words(r"phone", r"iphone", r"android", r"laptop", r"computer", r"pixel", r"samsung", r"macbook",
                      r"tablet"),
-              _words(r"switched (?:to|from)", r"new (?:phone|laptop|computer|tablet)", r"replaced", r"upgraded",
-                     r"sold", r"bought", r"broke")),
+              _words(r"new (?:phone|laptop|computer|tablet)",
+                     r"(?:switched to|upgraded to|bought|got) (?:a |an |the |my )?(?:new )?(?:[\w-]+ )?(?:phone|laptop|"
+                     r"iphone|pixel|android|macbook|tablet|computer)")),
     Attribute("hobby",
               _words(r"paint(?:ing)?", r"guitar", r"piano", r"knit(?:ting)?", r"photography", r"hobby", r"chess",
                      r"pottery", r"climbing", r"dance|dancing", r"violin", r"baking"),
-              _words(r"took up", r"gave up", r"stopped", r"quit", r"picked up", r"switched to", r"no longer")),
+              _words(r"took up", r"picked up")),
     Attribute("health",
               _words(r"medication", r"meds", r"pills?", r"diagnos(?:is|ed)", r"allerg(?:y|ic)", r"insulin",
                      r"therapy", r"treatment", r"dose", r"prescri(?:bed|ption)"),
@@ -119,15 +135,17 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("language",
               _words(r"learning", r"spanish", r"french", r"german", r"japanese", r"italian", r"chinese", r"mandarin",
                      r"korean", r"portuguese", r"lessons"),
-              _words(r"switched to", r"gave up", r"quit", r"stopped", r"started learning", r"now learning")),
+              _words(r"switched to (?:learning )?(?:spanish|french|german|japanese|italian|chinese|mandarin|korean|"
+                     r"portuguese)", r"now learning")),
 )
 
 _GENERIC_CHANGE = _words(r"no longer", r"anymore", r"any more", r"not \w+ anymore", r"instead", r"these days")
 _HEDGE = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"thinking (?:about|of)", r"considering",
                 r"plan(?:ning)? to", r"want(?:s|ed)? to", r"hope to", r"hoping to", r"could", r"should", r"wish",
                 r"someday", r"one day", r"going to", r"gonna", r"will", r"might", r"dream", r"imagine")
-_SAME = _words(r"still", r"also", r"too", r"as well", r"again", r"on (?:the )?weekends", r"part[- ]time",
-               r"on the side")
+_WISH = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"could", r"should", r"wish", r"hope to", r"hoping to",
+               r"thinking (?:about|of)", r"considering", r"someday", r"one day", r"dream", r"imagine")
+_SAME = re.compile(r"\b(?:still|also|as well|again|part[- ]time|on the side)\b|[, ]too[.!]?$", re.IGNORECASE)
 _PAST_STORY = _words(r"when i was", r"as a kid", r"as a child", r"growing up", r"years ago", r"used to",
                      r"back (?:then|in)", r"in high school", r"in college")
 _NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not)\s+(?:\w+\s+){0,2}?"
@@ -135,7 +153,8 @@ _NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not
                       r"change|changed|adopt|adopted|stop|stopped)\b", re.IGNORECASE)
 _FIRST_PERSON = _words(r"i", r"i'?m", r"i'?ve", r"i'?d", r"i'?ll", r"my", r"me", r"we", r"we'?re", r"we'?ve", r"our",
                        r"us", r"mine")
-_OTHERS = _words(r"my (?:friend|sister|brother|mom|mum|mother|dad|father|cousin|neighbou?r|colleague|coworker|"
+_OTHERS = _words(r"my (?:\w+ )?(?:friend|sister|brother|mom|mum|mother|dad|father|cousin|neighbou?r|colleague|coworker|"
+                 r"husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|flatmate|manager|team|teacher|doctor|"
                  r"co-worker|boss|roommate|flatmate|aunt|uncle|son|daughter|parents|grandma|grandpa|grandmother|"
                  r"grandfather|niece|nephew|kids?|children|friends|family)", r"he", r"she", r"they", r"his", r"her",
                  r"their", r"he'?s", r"she'?s", r"they'?re")
@@ -152,15 +171,57 @@ def speaker_and_body(memory: Memory) -> tuple[str | None, str]:
 
 @dataclass(frozen=True)
 class Change:
-    """What a new statement says changed: its speaker and the attributes it changes, with the cue found."""
+    """What a new statement says changed: its speaker, the attributes it changes (by the lexicon), the things it
+    names as changed ("sold the Enfield", "Miguel and I broke up": lower-cased words), and the cue found."""
 
     speaker: str
     attributes: frozenset[str]
     cue: str
+    objects: frozenset[str] = frozenset()
+
+
+# A change that names what it changes: the verb and its object ("sold the Enfield", "left Amazon", "dropped
+# German", "cancelled Goa") or the subject and its verb ("Miguel and I broke up", "the party is moving to 2 September",
+# "Miso died"). The named thing links the change to the earlier statement that has the same word.
+_OBJECT_CUES = (r"left|quit|dropped|ditched|cancell?ed|sold|traded(?: in)?|replaced|swapped|gave up(?: on)?|"
+                r"stopped|got rid of|postponed|rescheduled|switched(?: from)?|moved (?:out of|away from)|"
+                r"hung up|retired from|bye bye|goodbye to|no more")
+_VERB_OBJECT = re.compile(
+    rf"\b(?:{_OBJECT_CUES})\s+(?:(?:the|my|our|his|her|their|old|that|this|a|an|on|from|out|of|with)\s+)*"
+    r"([A-Za-zÀ-ÿ][\w'-]*(?:\s+[A-Z][\w'-]*)?)", re.IGNORECASE)
+_SUBJECT_VERB = re.compile(
+    r"\b([A-Za-zÀ-ÿ][\w'-]*)(?:\s+and\s+I)?(?:'s|\s+is|\s+has|\s+have|\s+was|\s+got)?\s+"
+    r"(?:broke up|split up|moving to|moved to|been moved to|postponed|rescheduled|cancell?ed|died|passed away|"
+    r"written off|got written off|stolen|gone)\b", re.IGNORECASE)
+_NOT_NAMES = frozenset({
+    "i", "we", "you", "he", "she", "they", "it", "me", "us", "them", "my", "our", "your", "his", "her", "their", "the",
+    "a", "an", "this", "that", "these", "those", "and", "but", "so", "just", "finally", "also", "then", "now", "all",
+    "everything", "something", "nothing", "work", "job", "home", "today", "yesterday", "week", "month", "year",
+    "completely", "entirely", "totally", "again", "there", "here", "up", "out", "off", "in", "on", "to", "for",
+    "time", "thing", "things", "way", "lot", "bit", "one", "day", "night", "morning", "evening", "weekend",
+})
+
+
+def _named(clause: str) -> set[str]:
+    """The lower-cased words a change clause names as changed (see ``_VERB_OBJECT``, ``_SUBJECT_VERB``)."""
+    out: set[str] = set()
+    for m in _VERB_OBJECT.finditer(clause):
+        out.update(w for w in m.group(1).casefold().split() if w not in _NOT_NAMES and len(w) >= 3)
+    for m in _SUBJECT_VERB.finditer(clause):
+        w = m.group(1).casefold()
+        if w not in _NOT_NAMES and len(w) >= 3:
+            out.add(w)
+    return out
 
 
 def _clauses(text: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<=[.!?;])\s+|\s+(?:but|and then|so)\s+", text) if c.strip()]
+
+
+def _opening(clause: str) -> str:
+    """A clause without a leading discourse word ("Also, we postponed ..." is a change, not an addition)."""
+    return re.sub(r"^(?:also|anyway|oh|so|well|okay|ok|and|btw|by the way|update|news)[,:!]?\s+", "", clause,
+                  flags=re.IGNORECASE)
 
 
 def change_of(memory: Memory) -> Change | None:
@@ -169,7 +230,7 @@ def change_of(memory: Memory) -> Change | None:
     speaker, body = speaker_and_body(memory)
     if speaker is None:
         return None
-    for clause in _clauses(body):
+    for clause in (_opening(c) for c in _clauses(body)):
         if clause.endswith("?"):
             continue
         found: list[tuple[str, str]] = []
@@ -177,16 +238,58 @@ def change_of(memory: Memory) -> Change | None:
             cue = attr.changes.search(clause)
             if cue is not None:
                 found.append((attr.name, cue.group(0)))
-        if not found:
+        objects = _named(clause)
+        if not found and not objects:
             continue
-        cue_at = min(clause.lower().find(c.lower()) for _, c in found)
+        cues = [c for _, c in found] or [m.group(0) for m in chain(_VERB_OBJECT.finditer(clause),
+                                                                   _SUBJECT_VERB.finditer(clause))]
+        cue_at = min((clause.lower().find(c.lower()) for c in cues), default=0)
         before = clause[: max(cue_at, 0)]
         if (_HEDGE.search(before) or _SAME.search(clause) or _PAST_STORY.search(clause) or _NEGATED.search(clause)
                 or _OTHERS.search(before)):
             continue
-        if not _FIRST_PERSON.search(clause) and not re.search(r"\b(?:wedding|party|trip|flight)\b", clause, re.I):
+        if not _FIRST_PERSON.search(clause) and not objects and not _EVENT.search(clause):
             continue
-        return Change(speaker, frozenset(a for a, _ in found), found[0][1])
+        return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects))
+    return None
+
+
+_EVENT = _words(r"wedding", r"party", r"trip", r"flight", r"ceremony", r"ceilidh", r"concert")
+
+
+def _stem_at(word: str, text: str) -> int:
+    """Where ``text`` holds ``word`` or a form of it ("journalism" ~ "journalist", "surf" ~ "surfing", "ute's"):
+    the character offset, or -1."""
+    for m in re.finditer(r"[\w-]+", text.casefold()):
+        other = m.group(0)
+        if other == word:
+            return m.start()
+        shorter, longer = sorted((word, other), key=len)
+        if len(shorter) >= 4 and longer.startswith(shorter):
+            return m.start()
+        n = 0
+        for a, b in zip(word, other, strict=False):
+            if a != b:
+                break
+            n += 1
+        if n >= 6 and n >= 0.75 * min(len(word), len(other)):
+            return m.start()
+    return -1
+
+
+def names(memory: Memory, speaker: str, objects: frozenset[str]) -> str | None:
+    """Which of ``objects`` an earlier raw message of ``speaker`` is about, stated as how things are (not asked,
+    planned or told as a story of the past), or None."""
+    who, body = speaker_and_body(memory)
+    if who is None or who.casefold() != speaker.casefold() or not objects:
+        return None
+    for clause in _clauses(body):
+        if clause.endswith("?") or _PAST_STORY.search(clause):
+            continue
+        for word in sorted(objects):
+            at = _stem_at(word, clause)
+            if at >= 0 and not _WISH.search(clause[:at]):
+                return word
     return None
 
 
@@ -194,10 +297,10 @@ def states(memory: Memory, speaker: str, attributes: frozenset[str]) -> str | No
     """Which of ``attributes`` an earlier raw message of ``speaker`` states about them (first person, not a question,
     a plan or a story about the past), or None."""
     who, body = speaker_and_body(memory)
-    if who is None or who.casefold() != speaker.casefold():
+    if who is None or who.casefold() != speaker.casefold() or not attributes:
         return None
     for clause in _clauses(body):
-        if clause.endswith("?") or _HEDGE.search(clause) or _PAST_STORY.search(clause):
+        if clause.endswith("?") or _WISH.search(clause) or _PAST_STORY.search(clause):
             continue
         for attr in ATTRIBUTES:
             if attr.name not in attributes or not attr.terms.search(clause):
@@ -206,14 +309,20 @@ def states(memory: Memory, speaker: str, attributes: frozenset[str]) -> str | No
                 continue
             if attr.name != "event" and not _FIRST_PERSON.search(clause):
                 continue
+            if attr.name == "event" and not _DATED.search(clause):
+                continue  # an event's state is its date: "the wedding is on 14 June", not "before the wedding"
             return attr.name
     return None
+
+
+class DetectorStore(UnitStore, SearchStore, Protocol):
+    """What the detector reads: earlier memories, by id and by keyword."""
 
 
 class SupersessionDetector:
     """Finds, for a retain's new raw messages, the earlier messages they supersede (see the module)."""
 
-    def __init__(self, store: UnitStore, index: VectorIndex, settings: SupersessionSettings) -> None:
+    def __init__(self, store: DetectorStore, index: VectorIndex, settings: SupersessionSettings) -> None:
         """Reads earlier memories through ``store`` and finds close ones with ``index``."""
         self.store = store
         self.index = index
@@ -233,21 +342,36 @@ class SupersessionDetector:
             change = change_of(unit)
             if change is None:
                 continue
-            said = unit.mentioned_at or unit.created_at
-            hits = [(i, s) for i, s in self.index.query(bank_id, vector, self.settings.candidates)
-                    if i not in batch and i not in taken and s >= self.settings.min_similarity]
-            found = {m.id: m for m in self.store.get_units(bank_id, [i for i, _ in hits])}
-            for uid, score in hits:  # best first: the closest earlier statement of the attribute
-                old = found.get(uid)
-                if old is None or old.network not in NETWORKS or old.cites is not None or old.superseded_by:
-                    continue
-                if (old.mentioned_at or old.created_at) >= said:
-                    continue
-                attribute = states(old, change.speaker, change.attributes)
-                if attribute is None:
-                    continue
+            found = self._earlier(bank_id, unit, change, vector, batch | taken)
+            if found is not None:
+                old, how = found
                 taken.add(old.id)
-                out.append(Supersession(old.id, unit.id, said, {
-                    "by": "rule", "attribute": attribute, "cue": change.cue, "similarity": round(float(score), 3)}))
-                break
+                out.append(Supersession(old.id, unit.id, unit.mentioned_at or unit.created_at,
+                                        {"by": "rule", "cue": change.cue, **how}))
         return out
+
+    def _earlier(self, bank_id: str, unit: Memory, change: Change, vector: np.ndarray,
+                 skip: set[str]) -> tuple[Memory, dict[str, Any]] | None:
+        """The earlier statement ``change`` supersedes, with how it was matched: the latest one of the speaker that
+        has what the change names, else the closest one of the speaker that states a changed attribute."""
+        said = unit.mentioned_at or unit.created_at
+        scored = {i: s for i, s in self.index.query(bank_id, vector, self.settings.candidates) if i not in skip}
+        keyed = [i for i, _ in self.store.keyword_search(bank_id, " ".join(sorted(change.objects)),
+                                                         self.settings.candidates)] if change.objects else []
+        ids = list(dict.fromkeys([*scored, *keyed]))
+        earlier = [m for m in self.store.get_units(bank_id, [i for i in ids if i not in skip])
+                   if m.network in NETWORKS and m.cites is None and not m.superseded_by
+                   and (m.mentioned_at or m.created_at) < said]
+        named = [(m, w) for m in earlier if (w := names(m, change.speaker, change.objects)) is not None]
+        if change.attributes:  # "Miguel and I broke up": of the statements about Miguel, the one about the relationship
+            named = [(m, w) for m, w in named if states(m, change.speaker, change.attributes) is not None] or named
+        if named:
+            old, word = max(named, key=lambda mw: mw[0].mentioned_at or mw[0].created_at)
+            return old, {"named": word}
+        close = sorted((m for m in earlier if scored.get(m.id, -1.0) >= self.settings.min_similarity),
+                       key=lambda m: -scored[m.id])
+        for old in close:
+            attribute = states(old, change.speaker, change.attributes)
+            if attribute is not None:
+                return old, {"attribute": attribute, "similarity": round(float(scored[old.id]), 3)}
+        return None

@@ -296,6 +296,10 @@ class UnitStore(Protocol):
         inside ``add_units``); deleting a memory makes those it superseded current again. Returns how many."""
         ...
 
+    def superseded_by_ids(self, bank_id: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``ids`` that superseded earlier memories, their ids (what a question about the past wants)."""
+        ...
+
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:

@@ -199,6 +199,16 @@ class Neo4jUnits(Neo4jConnection):
             return 0
         return int(self._write(lambda tx: _supersede_tx(tx, bank_id, list(items)), retry_duplicates=True))
 
+    def superseded_by_ids(self, bank_id: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``ids`` that superseded earlier memories, their ids."""
+        out: dict[str, list[str]] = {}
+        if not ids:
+            return out
+        for r in self._run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.superseded_by IN $ids "
+                           "RETURN u.superseded_by AS new, u.id AS id ORDER BY u.seq", bank=bank_id, ids=list(ids)):
+            out.setdefault(r["new"], []).append(r["id"])
+        return out
+
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
     ) -> None:

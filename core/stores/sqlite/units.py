@@ -19,6 +19,7 @@ from ..fts5_bm25 import keyword_columns
 from ..records import Edge, Supersession, UnitBatch
 from .connection import SQLiteConnection
 from .sql import (
+    SUPERSEDED_EXPR,
     _adjust_keyword_stats,
     _chunks,
     _delete_units,
@@ -208,6 +209,17 @@ class SQLiteUnits(SQLiteConnection):
         ``records.Supersession``)."""
         with self._tx() as con:
             return _supersede(con, bank_id, items)
+
+    def superseded_by_ids(self, bank_id: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``ids`` that superseded earlier memories, their ids (index ``units_superseded``)."""
+        out: dict[str, list[str]] = {}
+        for chunk in _chunks(list(dict.fromkeys(ids)), 500):
+            for r in self._con().execute(
+                f"SELECT {SUPERSEDED_EXPR}, id FROM units WHERE bank_id = ? AND {SUPERSEDED_EXPR} IN "
+                f"({','.join('?' * len(chunk))}) ORDER BY seq", [bank_id, *chunk],
+            ):
+                out.setdefault(r[0], []).append(r[1])
+        return out
 
     def update_unit(
         self, bank_id: str, unit_id: str, *, text: str | None = None, confidence: float | None = None
