@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -31,7 +31,7 @@ from .reflect.profile_merge import amerge_background, merge_background
 from .retain.options import RetainOptions
 from .stores import audit
 from .text.inputs import RetainInput, document_input, parse_timestamp
-from .validation import Confidence, Identifier, Seconds, Text, When, Window, public
+from .validation import Confidence, DispositionArg, Identifier, Seconds, Text, When, Window, public
 
 if TYPE_CHECKING:
     from .portability.exporter import ExportReport
@@ -48,7 +48,7 @@ class BankOwner(Protocol):
         create: bool = True,
         name: str | None = None,
         background: str | None = None,
-        disposition: Disposition | Mapping[str, Any] | None = None,
+        disposition: DispositionArg | None = None,
     ) -> Bank:
         """A bank by id (see ``Hindsight.bank``)."""
         ...
@@ -84,7 +84,7 @@ class Bank:
         return profile
 
     @public
-    def set_disposition(self, disposition: Disposition | Mapping[str, Any]) -> BankProfile:
+    def set_disposition(self, disposition: DispositionArg) -> BankProfile:
         """Store a new default disposition for reflect."""
         profile = self.profile.model_copy(update={"disposition": Disposition.model_validate(disposition)})
         self._engine.store.update_bank(profile)
@@ -224,7 +224,7 @@ class Bank:
         self,
         query: Text,
         *,
-        disposition: Disposition | Mapping[str, Any] | None = None,
+        disposition: DispositionArg | None = None,
         budget: int = 2000,
         reference_time: When = None,
     ) -> Reflection:
@@ -243,7 +243,7 @@ class Bank:
         self,
         query: Text,
         *,
-        disposition: Disposition | Mapping[str, Any] | None = None,
+        disposition: DispositionArg | None = None,
         budget: int = 2000,
         reference_time: When = None,
     ) -> Reflection:
@@ -258,7 +258,7 @@ class Bank:
         self,
         query: Text,
         *,
-        disposition: Disposition | Mapping[str, Any] | None = None,
+        disposition: DispositionArg | None = None,
         budget: int = 2000,
         reference_time: When = None,
     ) -> Job:

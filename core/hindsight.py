@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,7 +26,7 @@ from .stores.base import GraphStore, ResettableIndex, VectorIndex
 from .stores.locate import StoreLocation, open_graph, open_index
 from .stores.process_guard import VectorIndexDamagedError
 from .text.tokens import count_tokens
-from .validation import BankId, Text, public
+from .validation import BankId, DispositionArg, Text, public
 from .vectors.reconcile import reconcile_bank
 
 if TYPE_CHECKING:
@@ -254,7 +254,7 @@ class Hindsight:
         create: bool = True,
         name: Text | None = None,
         background: Text | None = None,
-        disposition: Disposition | Mapping[str, Any] | None = None,
+        disposition: DispositionArg | None = None,
     ) -> Bank:
         """A bank by id, created on first use unless ``create=False`` (then ``BankNotFoundError``)."""
         profile = self.store.get_bank(bank_id)

@@ -11,14 +11,14 @@ from __future__ import annotations
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date, datetime
 from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import AfterValidator, ConfigDict, Field, ValidationError, validate_call
 
 from .errors import InvalidInputError
-from .models import TimeRange
+from .models import Disposition, TimeRange
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -166,3 +166,24 @@ BankId = Annotated[str, AfterValidator(check_bank_id)]
 """A bank id as every public entry point takes it (see ``check_bank_id``)."""
 Text = Annotated[str, AfterValidator(_text)]
 """Free text: any string; lone surrogates (broken unicode) are replaced by U+FFFD."""
+
+
+def _disposition(value: Disposition | Mapping[str, Any]) -> Disposition:
+    # A mapping becomes a Disposition here, at the edge, so that a trait out of range is the caller's error
+    # (``InvalidInputError`` naming the argument) and never pydantic's from inside the method.
+    if isinstance(value, Disposition):
+        return value
+    try:
+        return Disposition.model_validate(dict(value))
+    except ValidationError as exc:
+        parts = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err.get("loc", ())) or "disposition"
+            given = repr(err.get("input"))
+            parts.append(f"{where}: {err.get('msg', 'invalid')} (got {given[:40]})")
+        raise ValueError("; ".join(parts)) from None
+
+
+DispositionArg = Annotated[Disposition | Mapping[str, Any], AfterValidator(_disposition)]
+"""A disposition as the public methods take it: a ``Disposition`` or a mapping of its fields (skepticism,
+literalism, empathy 1..5; bias 0..1), checked at the edge."""

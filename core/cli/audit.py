@@ -38,8 +38,9 @@ def _count(text: str) -> int:
 
 
 def _printable(text: str) -> str:
-    # Whatever reached the trail is shown as text, never as terminal control sequences.
-    return "".join(c if c.isprintable() else "?" for c in text)
+    # Whatever reached the trail is shown as text, never as terminal control sequences: anything not printable
+    # (controls, bidirectional overrides, zero-width characters) as its visible escape, as the other commands do.
+    return "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
 
 
 def cmd_audit(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -25,6 +25,8 @@ from ..errors import (
     HindsightError,
     InvalidInputError,
     StoreLockedError,
+    bounded,
+    shown,
 )
 from .auth import Guard
 from .queries import Explorer, NotFoundError
@@ -103,7 +105,7 @@ class Headers:
 def error_response(request: Request, exc: Exception) -> Response:
     """An error as ``{"error": message, "kind": class name}`` with its HTTP status."""
     status = next((code for kind, code in STATUS if isinstance(exc, kind)), 500)
-    message = " ".join(str(exc).split()) or type(exc).__name__
+    message = bounded(" ".join(str(exc).split())) or type(exc).__name__  # no long input echoed whole
     if isinstance(exc, KeyError) and message.startswith(("'", '"')):  # KeyError quotes its message
         message = message[1:-1]
     if status == 500:
@@ -113,7 +115,7 @@ def error_response(request: Request, exc: Exception) -> Response:
 
 def api_not_found(request: Request) -> Response:
     """An unknown API path: a JSON 404 rather than the static files' page."""
-    return JSONResponse({"error": f"no API endpoint {request.url.path}", "kind": "NotFound"}, status_code=404)
+    return JSONResponse({"error": f"no API endpoint {shown(request.url.path)}", "kind": "NotFound"}, status_code=404)
 
 
 def create_app(hs: Hindsight, guard: Guard) -> Starlette:

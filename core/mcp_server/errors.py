@@ -27,6 +27,7 @@ from hindsight_core import (
     StoreLockedError,
 )
 from hindsight_core.cli.run import one_line
+from hindsight_core.errors import bounded, shown
 
 # Most specific first: StoreLockedError is a StoreError.
 _KINDS: tuple[tuple[type[HindsightError], str], ...] = (
@@ -47,7 +48,9 @@ class HindsightToolError(ToolError):
     """A tool failure reported to the client as ``KIND: message``."""
 
     def __init__(self, kind: str, message: str) -> None:
-        """``kind`` names the failure (``invalid input``...), ``message`` says what was wrong."""
+        """``kind`` names the failure (``invalid input``...), ``message`` says what was wrong (bounded: no long
+        input is echoed whole, ``errors.bounded``)."""
+        message = bounded(message)
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.detail = message
@@ -87,7 +90,7 @@ def invalid_arguments(exc: ValidationError) -> HindsightToolError:
 def unexpected_arguments(tool: str, names: Iterable[str], accepted: Iterable[str],
                          fixed_bank: str | None) -> HindsightToolError:
     """The tool error for arguments a tool does not take (rejected rather than silently ignored)."""
-    unknown = ", ".join(repr(n) for n in sorted(names))
+    unknown = ", ".join(shown(n, _SHOWN_INPUT_CHARS) for n in sorted(names))
     known = ", ".join(sorted(accepted)) or "none"
     message = f"{tool} takes no argument {unknown} (it takes: {known})"
     if fixed_bank is not None:

@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import socket
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -39,11 +40,22 @@ def configured_token(environ: Mapping[str, str] = os.environ) -> str | None:
     return environ.get(TOKEN_ENV, "").strip() or None
 
 
+SESSION_HEADER = b"mcp-session-id"
+MAX_SESSION_OWNERS = 65_536
+"""How many sessions' owners the guard remembers (the oldest is forgotten first): a bound on its memory."""
+_NO_SESSION = json.dumps({"jsonrpc": "2.0", "id": None,
+                          "error": {"code": -32600, "message": "Session not found"}}).encode()
+
+
 class BearerTokenGuard:
     """ASGI middleware: an HTTP request must carry ``Authorization: Bearer <token>`` with a token ``access``
     accepts; its grant is left in the ASGI scope (``scope.GRANT_KEY``) for the tools to check banks against. Any
     other request gets 401 and never reaches ``app``; lifespan events pass through. Tokens are compared in
-    constant time (``hindsight_core.access``)."""
+    constant time (``hindsight_core.access``).
+
+    A session belongs to the token that opened it: a request naming another token's session (to post into it,
+    read its stream or end it with ``DELETE``) gets the SDK's answer for a session that does not exist (404),
+    whoever knows its id."""
 
     def __init__(self, app: Any, access: Access) -> None:
         """Guard ``app`` with the tokens of ``access`` (at least one must be configured)."""
@@ -51,6 +63,7 @@ class BearerTokenGuard:
             raise ValueError("no token is configured")
         self.app = app
         self.access = access
+        self._owners: OrderedDict[bytes, str | None] = OrderedDict()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         """Refuse or forward one ASGI connection."""
@@ -71,7 +84,34 @@ class BearerTokenGuard:
                 await send({"type": "http.response.body", "body": body})
                 return
             scope = {**scope, GRANT_KEY: grant}
+            if scope["type"] == "http":
+                await self._in_session(scope, receive, send, grant.token_id)
+                return
         await self.app(scope, receive, send)
+
+    async def _in_session(self, scope: dict[str, Any], receive: Any, send: Any, token_id: str | None) -> None:
+        """Forward a request within its token's own session (or one that opens a session, whose owner this
+        records); another token's session is answered as one that does not exist."""
+        named = dict(scope.get("headers") or []).get(SESSION_HEADER)
+        if named is not None and named in self._owners and self._owners[named] != token_id:
+            await send({"type": "http.response.start", "status": 404,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(_NO_SESSION)).encode())]})
+            await send({"type": "http.response.body", "body": _NO_SESSION})
+            return
+
+        async def noting_owner(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                opened = dict(message.get("headers") or []).get(SESSION_HEADER)
+                if named is None and opened is not None and message.get("status", 500) < 400:
+                    self._owners[opened] = token_id
+                    while len(self._owners) > MAX_SESSION_OWNERS:
+                        self._owners.popitem(last=False)
+                elif named is not None and scope.get("method") == "DELETE" and message.get("status", 500) < 300:
+                    self._owners.pop(named, None)  # ended by its owner
+            await send(message)
+
+        await self.app(scope, receive, noting_owner)
 
 
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")

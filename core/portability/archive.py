@@ -46,6 +46,8 @@ class BankArchive:
     audit: Collection[AuditRecord] = field(default_factory=list)
     vectors: dict[str, np.ndarray] | None = None
     vectors_inline: bool = False
+    vector_problem: str | None = None
+    """Why the file's vectors are not used (a vector no embedder makes), or None."""
     lines: dict[str, list[int]] = field(default_factory=dict)
     path: str | None = None
 

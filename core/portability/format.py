@@ -13,12 +13,13 @@ not half read.
 from __future__ import annotations
 
 import base64
+import json
 from datetime import datetime
 from importlib import metadata
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from ..config import Settings
 from ..models import (
@@ -35,13 +36,23 @@ from ..models import (
 from ..validation import check_bank_id, check_identifier, check_printable
 
 MAX_TEXT_CHARS = Settings.model_fields["max_document_chars"].default
-"""What retain accepts as one document; a record's text may hold four times that (a message list's JSON)."""
+"""What retain accepts as one document: a plain-text document, the texts of a message list together, and any one
+memory's text (retain never makes a memory longer than its document) are capped at it."""
+MAX_MESSAGES = Settings.model_fields["max_messages_per_retain"].default
+"""What retain accepts as one message list."""
+MAX_DOCUMENT_CHARS = 2 * MAX_TEXT_CHARS
+"""A raw document as stored: a message list's JSON (ids, speakers, times around the texts) at most twice its texts'
+cap; the texts themselves are held to ``MAX_TEXT_CHARS`` (``DocumentRecord``)."""
+MAX_VECTOR_NORM = 1e4
+"""A vector's length is at most this (and at least its inverse): embedders give unit or modest lengths; values
+near float32's limit (3e38) would overflow every similarity, and a zero vector has no direction. A file with
+another vector has its vectors recomputed on import (``vector_problem``)."""
 
 RecordId = Annotated[str, AfterValidator(check_identifier)]
 """An id in a bank file: the rule every id of the public API follows (``validation.Identifier``)."""
 RecordBankId = Annotated[str, AfterValidator(check_bank_id)]
 """A bank id in a bank file (``validation.BankId``)."""
-RecordText = Annotated[str, Field(max_length=4 * MAX_TEXT_CHARS), AfterValidator(check_printable)]
+RecordText = Annotated[str, Field(max_length=MAX_TEXT_CHARS), AfterValidator(check_printable)]
 RecordNote = Annotated[str, AfterValidator(check_printable)]
 """Other text in a bank file (names, background, context, sources): control characters replaced, no size cap
 beyond the line's (retain does not cap these either)."""
@@ -112,7 +123,7 @@ class DocumentRecord(_Record):
 
     record: Literal["document"] = "document"
     id: RecordId
-    content: RecordText
+    content: Annotated[str, Field(max_length=MAX_DOCUMENT_CHARS), AfterValidator(check_printable)]
     context: RecordNote | None
     timestamp: datetime | None
     status: DocumentStatus
@@ -123,6 +134,37 @@ class DocumentRecord(_Record):
     kind: DocumentKind | None
     options: dict[str, Any]
     revision: str | None
+
+    @model_validator(mode="after")
+    def _retains_caps(self) -> DocumentRecord:
+        """The caps retain puts on what it stores: a text, or a message list's count and texts together."""
+        texts = _message_texts(self.content) if self.kind != DocumentKind.TEXT else None
+        if texts is None:
+            if len(self.content) > MAX_TEXT_CHARS:
+                raise ValueError(f"content: a text document holds at most {MAX_TEXT_CHARS:,} characters (retain's "
+                                 f"limit), this one {len(self.content):,}")
+            return self
+        if len(texts) > MAX_MESSAGES:
+            raise ValueError(f"content: a document holds at most {MAX_MESSAGES:,} messages (retain's limit), this "
+                             f"one {len(texts):,}")
+        total = sum(len(t) for t in texts)
+        if total > MAX_TEXT_CHARS:
+            raise ValueError(f"content: a document's messages hold at most {MAX_TEXT_CHARS:,} characters of text "
+                             f"(retain's limit), these {total:,}")
+        return self
+
+
+def _message_texts(content: str) -> list[str] | None:
+    """The texts of the messages a document's content holds as JSON, or None when it holds none (plain text)."""
+    if not content.startswith("["):
+        return None
+    try:
+        data = json.loads(content)
+    except ValueError:
+        return None
+    if not isinstance(data, list) or not all(isinstance(m, dict) for m in data):
+        return None
+    return [str(m.get("text", m.get("content", ""))) for m in data]
 
 
 class EntityRecord(_Record):
@@ -259,3 +301,13 @@ def decode_vector(text: str, dimension: int) -> np.ndarray:
     if not np.all(np.isfinite(vector)):
         raise ValueError("vector holds NaN or infinite values")
     return vector
+
+
+def vector_problem(vector: np.ndarray) -> str | None:
+    """Why a (finite) vector is not one an embedder makes, or None: its length is outside
+    ``[1 / MAX_VECTOR_NORM, MAX_VECTOR_NORM]`` (a zero vector has no direction; values near float32's limit overflow
+    every similarity, and the bank would answer nothing)."""
+    norm = float(np.linalg.norm(np.asarray(vector, dtype=np.float64)))  # float64: 3e38 squared overflows float32
+    if 1 / MAX_VECTOR_NORM <= norm <= MAX_VECTOR_NORM:
+        return None
+    return f"a vector of length {norm:.3g}, outside [{1 / MAX_VECTOR_NORM:g}, {MAX_VECTOR_NORM:g}]"

@@ -43,6 +43,7 @@ from .format import (
     UnitRecord,
     decode_vector,
     encode_vector,
+    vector_problem,
 )
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -272,6 +273,7 @@ class _Reader:
         self.opinions: list[OpinionHistoryRecord] = []
         self.audit: list[AuditRecord] = []
         self.vectors: dict[str, np.ndarray] = {}
+        self.vector_problem: str | None = None  # the first vector no embedder makes: the import recomputes them
         self.lines: dict[str, list[int]] = {}
 
     def add(self, record: BaseModel, number: int) -> None:
@@ -311,6 +313,9 @@ class _Reader:
             vector = decode_vector(record.vector, self.header.embedder.dimension)
         except ValueError as exc:
             raise ArchiveError(f"bad unit record: {exc}", line=number, path=self.path) from None
+        problem = vector_problem(vector)
+        if problem is not None and self.vector_problem is None:
+            self.vector_problem = f"line {number} holds {problem}"
         if not self.keep:
             return record  # streamed: the vector stays in the record, decoded again when it is written
         self.vectors[record.id] = vector
@@ -323,6 +328,7 @@ class _Reader:
         if source is None:
             return BankArchive(header=self.header, bank=self.bank, documents=self.documents, entities=self.entities,
                                units=self.units, links=self.links, opinions=self.opinions, audit=self.audit,
+                               vector_problem=self.vector_problem,
                                vectors=self.vectors if self.header.vectors else None, lines=self.lines,
                                path=self.path)
 
@@ -333,7 +339,7 @@ class _Reader:
                            entities=self.entities, units=records("unit", UnitRecord),
                            links=records("link", LinkRecord), opinions=self.opinions,
                            audit=records("audit", AuditRecord), vectors=None, vectors_inline=self.header.vectors,
-                           lines=self.lines, path=self.path)
+                           vector_problem=self.vector_problem, lines=self.lines, path=self.path)
 
 
 R = TypeVar("R", bound=BaseModel)

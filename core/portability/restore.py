@@ -39,11 +39,11 @@ from ..runtime.leases import host_key, pid_alive
 from ..stores import audit
 from ..stores.base import GraphStore, Mention, UnitBatch
 from ..vectors.unit_text import embedding_text, search_contexts, vector_metadata
-from . import trail
 from .archive import BankArchive
 from .errors import BankExistsError, VerificationError
 from .format import EntityRecord, OpinionHistoryRecord, UnitRecord
 from .history import HistoryWriter, Step, commit_text, initial_state, plan
+from .trail import after, imported_entry
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,10 @@ def _vector_plan(engine: Engine, archive: BankArchive, use_vectors: bool) -> tup
         return False, "the file holds no vectors (export with vectors to copy them)"
     if not use_vectors:
         return False, "vectors were not wanted"
+    if archive.vector_problem is not None:
+        reason = f"the file's vectors are not ones an embedder makes ({archive.vector_problem})"
+        log.warning("%s: recomputing them", reason)
+        return False, reason
     source, target = archive.header.embedder, engine.embedder
     if (source.name, source.dimension) != (target.name, target.dimension):
         reason = (f"the file's vectors come from {source.name!r} ({source.dimension}), this store embeds with "
@@ -382,14 +386,14 @@ def _record_trail(engine: Engine, archive: BankArchive, marker: str, source: str
     carried: list[AuditEntry] = []
     for n, record in enumerate(archive.audit):  # a batch at a time: a streamed trail is never held whole
         # A file's entries are claims, marked imported (trail.py); a migration's are this user's own trail.
-        carried.append(trail.imported_entry(record, bank_id, source=source, at=at + timedelta(microseconds=n))
+        carried.append(imported_entry(record, bank_id, source=source, at=at + timedelta(microseconds=n))
                        if operation == "import" else record.entry(bank_id))
         if len(carried) == AUDIT_BATCH:
             audit.append(engine.store, carried, what)
             carried = []
     own = audit.entry(bank_id, operation, counts={k: v for k, v in counts.items() if k != "vector"},
                       summary=f"{source}; {len(archive.audit)} audit entries carried")
-    audit.append(engine.store, [*carried, trail.after(own, now)], what)
+    audit.append(engine.store, [*carried, after(own, now)], what)
 
 
 def _marker_job(
