@@ -73,7 +73,7 @@ def test_the_token_command_racing_itself(tmp_path: Path) -> None:
         running.append(subprocess.Popen([*command, "token", "add", f"y{n}", "--all-banks", "--file", str(path)],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     for proc in running:
-        out, err = proc.communicate(timeout=120)
+        _, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     assert {e.id for e in TokenFile(path).entries()} == {f"y{n}" for n in range(6)}
 
@@ -113,7 +113,7 @@ def test_a_folder_of_another_user_is_refused(tmp_path: Path, monkeypatch: pytest
     file = TokenFile(folder / "tokens.json")
     file.add("alice")
     _as_another_user(folder, monkeypatch)  # the folder is checked before the file
-    with pytest.raises(TokenFileError, match="folder .* belongs to another user"):
+    with pytest.raises(TokenFileError, match=r"folder .* belongs to another user"):
         access_from(file.path, None)
 
 
@@ -122,7 +122,7 @@ def test_a_folder_others_can_write_is_refused_unless_sticky(tmp_path: Path) -> N
     file = TokenFile(folder / "tokens.json")
     token = file.add("alice")
     os.chmod(folder, 0o777)  # anyone could rename a file of their own over tokens.json
-    with pytest.raises(TokenFileError, match="folder .* is writable by other users"):
+    with pytest.raises(TokenFileError, match=r"folder .* is writable by other users"):
         access_from(file.path, None)
     assert Access(TokenFile(file.path)).authenticate(token) is None
     os.chmod(folder, 0o1777)  # sticky, like /tmp: only the file's owner may rename or delete it
