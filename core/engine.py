@@ -19,6 +19,7 @@ from .embedders import Embedder
 from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
 from .llm.base import LLM
+from .models import Job
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
 from .reflect.observation_job import ObservationWriter, rebuild_job
@@ -32,7 +33,7 @@ from .retain.supersede import SupersessionDetector
 from .runtime.gate import CommitGate, GatedWrites
 from .runtime.jobs import OBSERVATIONS, OPINIONS, REFLECT, RETAIN, JobScheduler
 from .runtime.worker import Handler, Worker
-from .stores.base import GraphStore, VectorIndex
+from .stores.base import GraphStore, Supersession, VectorIndex
 from .vectors.vector_sync import VectorSync
 
 T = TypeVar("T")
@@ -115,8 +116,15 @@ def wire(
     jobs.plan_observations = observations.plan  # one queued job per entity, and only with enough new evidence
     # A memory superseded (a move, a new job, a correction) takes the observations written from it along: they are
     # superseded in the same transaction and written again from what is current.
-    retainer.detect_supersessions = SupersessionDetector(store, index, settings.supersession)
-    retainer.follow_supersessions = observations.follow
+    detector = SupersessionDetector(store, index, settings.supersession)
+    retainer.detect_supersessions = detector
+
+    def follow(bank_id: str, changes: list[Supersession]) -> tuple[list[Supersession], list[Job]]:
+        facts = detector.follow(bank_id, changes)  # facts of a superseded message, then what rests on either
+        more, jobs = observations.follow(bank_id, [*changes, *facts])
+        return [*facts, *more], jobs
+
+    retainer.follow_supersessions = follow
     # The opinion job writes to the store directly (one transaction per opinion), so those writes pass the gate too.
     opinion_store = cast(ReinforceStore, GatedWrites(store, gate, ["apply_opinion_update"]))
     reinforcer = OpinionReinforcer(opinion_store, index, gate.unless_closed(vectors.reindex), llm, settings.cara, owner)

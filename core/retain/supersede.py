@@ -21,7 +21,7 @@ import numpy as np
 
 from ..config import SupersessionSettings
 from ..extract.base import ExtractedFact
-from ..models import Memory, Network
+from ..models import FACT_CITES_KEY, SUPERSEDED_BY_KEY, Memory, Network
 from ..stores.base import SearchStore, Supersession, UnitStore, VectorIndex
 
 NETWORKS = (Network.WORLD, Network.EXPERIENCE)
@@ -333,7 +333,7 @@ class SupersessionDetector:
         """The supersessions to record with ``units`` (none when nothing states a change)."""
         if not self.settings.enabled or len(vectors) != len(units):
             return []
-        out: list[Supersession] = []
+        out: list[Supersession] = self._inherited(bank_id, units)
         batch = {u.id for u in units}
         taken: set[str] = set()
         for unit, vector in zip(units, vectors, strict=True):
@@ -348,6 +348,44 @@ class SupersessionDetector:
                 taken.add(old.id)
                 out.append(Supersession(old.id, unit.id, unit.mentioned_at or unit.created_at,
                                         {"by": "rule", "cue": change.cue, **how}))
+        return out
+
+    def _inherited(self, bank_id: str, units: Sequence[Memory]) -> list[Supersession]:
+        """New LLM facts that cite only superseded messages are history like their messages: superseded by what
+        superseded the first of them (the facts job can run long after a later message changed things)."""
+        facts = [u for u in units if u.cites]
+        cited = self.store.get_units(bank_id, list(dict.fromkeys(c for f in facts for c in f.cites or ()))) if facts \
+            else []
+        by_id = {m.id: m for m in cited}
+        out: list[Supersession] = []
+        for fact in facts:
+            sources = [by_id.get(c) for c in fact.cites or ()]
+            if not sources or any(m is None or m.superseded_by is None for m in sources):
+                continue
+            first = sources[0]
+            if first is None or first.superseded_by is None or first.valid_until is None:
+                continue
+            out.append(Supersession(fact.id, first.superseded_by, first.valid_until,
+                                    {"by": "rule", "via": first.id}))
+        return out
+
+    def follow(self, bank_id: str, changes: Sequence[Supersession]) -> list[Supersession]:
+        """Facts that cite only messages superseded now (or before) are superseded with them, by the same memory."""
+        old = {c.old_id: c for c in changes}
+        if not old:
+            return []
+        out: list[Supersession] = []
+        for uid, meta in self.store.units_with_references(bank_id):
+            cites = meta.get(FACT_CITES_KEY)
+            if not isinstance(cites, list) or not cites or meta.get(SUPERSEDED_BY_KEY) or uid in old:
+                continue
+            hit = next((old[str(c)] for c in cites if str(c) in old), None)
+            if hit is None:
+                continue
+            others = [str(c) for c in cites if str(c) not in old]
+            if others and any(m.superseded_by is None for m in self.store.get_units(bank_id, others)):
+                continue  # it rests on a message that still holds
+            out.append(Supersession(uid, hit.new_id, hit.valid_until, {"by": "rule", "via": hit.old_id}))
         return out
 
     def _earlier(self, bank_id: str, unit: Memory, change: Change, vector: np.ndarray,

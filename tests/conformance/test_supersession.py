@@ -118,9 +118,10 @@ def _observation(hs: Hindsight, bank_id: str, entity: str, basis: list[Memory]) 
     return hs.engine.retainer.store_facts(doc, [fact], metadata=meta).memories[0]
 
 
-def _fact(hs: Hindsight, bank_id: str, raw: Memory, text: str) -> Memory:
-    """An LLM fact beside a raw message, as the facts job stores one."""
-    doc = Document(id=raw.document_id or "", bank_id=bank_id, content="", timestamp=raw.mentioned_at)
+def _fact(hs: Hindsight, bank_id: str, raw: Memory, text: str, document_id: str | None = None) -> Memory:
+    """An LLM fact beside a raw message, as the facts job stores one (a facts job's write replaces the document's
+    earlier facts: ``document_id`` keeps two apart)."""
+    doc = Document(id=document_id or raw.document_id or "", bank_id=bank_id, content="", timestamp=raw.mentioned_at)
     fact = ExtractedFact(text=text, network=Network.WORLD, sources=list(raw.sources), mentioned_at=raw.mentioned_at)
     return hs.engine.retainer.store_facts(doc, [fact], cites=[[raw.id]]).memories[0]
 
@@ -181,3 +182,26 @@ def test_forgetting_takes_what_rests_on_it(backend: Backend, embedder: Any, bank
         assert rest and bank.forget(document_id="s3") == len(rest)
         assert not rest & hs.store.unit_ids(bank_id)
         assert check(hs).ok
+
+
+def test_facts_follow_the_messages_they_cite(backend: Backend, embedder: Any, bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        bank.retain([say("Ana", "I live in Lisbon, in a small flat near the river.", "a1", 0)], document_id="s1",
+                    extract=False, background=False)
+        lisbon = hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, "s1"))[0]
+        before = _fact(hs, bank_id, lisbon, "Ana lives in Lisbon in a small flat.")
+        bank.retain([say("Ana", "We moved to Porto last month, the new flat is much bigger.", "a3", 300)],
+                    document_id="s3", extract=False, background=False)
+        porto = hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, "s3"))[0]
+        # The fact written before the move is superseded with its message, in the move's transaction ...
+        assert bank.get(before.id).superseded_by == porto.id  # type: ignore[union-attr]
+        assert bank.get(before.id).metadata["supersession"]["via"] == lisbon.id  # type: ignore[union-attr]
+        # ... and a fact the facts job writes later about the old message is stored as history at once.
+        late = _fact(hs, bank_id, lisbon, "Ana's flat in Lisbon is near the river.", document_id="s1-late")
+        assert bank.get(late.id).superseded_by == porto.id  # type: ignore[union-attr]
+        now = _fact(hs, bank_id, porto, "Ana moved to Porto.")
+        assert bank.get(now.id).superseded_by is None  # type: ignore[union-attr]
+        # Forgetting the move makes the message and its facts current again.
+        bank.forget(document_id="s3")
+        assert all(bank.get(i).superseded_by is None for i in (lisbon.id, before.id, late.id))  # type: ignore[union-attr]

@@ -108,6 +108,10 @@ class Neo4jDocuments(Neo4jConnection):
             if ids:
                 _delete_units_tx(tx, bank_id, ids, owner)
             tx.run("MATCH (d:Document {key: $key}) DETACH DELETE d", key=_doc_key(bank_id, document_id)).consume()
+            # A finished job's result may sample the document's words (facts the checks rejected): cleared with it.
+            tx.run("MATCH (j:Job) WHERE j.bank_id = $bank AND j.payload CONTAINS $needle "
+                   "REMOVE j.result SET j.error = null",
+                   bank=bank_id, needle=json.dumps({"document_id": document_id})[1:-1]).consume()
             for job in jobs:
                 _create_job_tx(tx, job)
             return ids

@@ -109,6 +109,9 @@ class SQLiteDocuments(SQLiteConnection):
             ids = list(dict.fromkeys([*ids, *also]))
             _delete_units(con, bank_id, ids, owner)
             con.execute("DELETE FROM documents WHERE bank_id = ? AND id = ?", (bank_id, document_id))
+            # A finished job's result may sample the document's words (facts the checks rejected): cleared with it.
+            con.execute("UPDATE jobs SET result = NULL, error = NULL WHERE bank_id = ? "
+                        "AND json_extract(payload, '$.document_id') = ?", (bank_id, document_id))
             for job in jobs:
                 _insert_job(con, job)
         return ids
