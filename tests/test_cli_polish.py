@@ -259,6 +259,7 @@ BOUNDS: dict[tuple[str, str], tuple[str, str, list[str]]] = {
     # (command, option): (lowest accepted, highest accepted, values refused)
     ("recall", "--budget"): ("1", str(MAX_BUDGET), ["0", "-5", "99999999999999999999999", "1e3", "abc", "1.5"]),
     ("recall", "--max"): ("1", str(MAX_MEMORIES), ["0", str(MAX_MEMORIES + 1), "9" * 40, "two"]),
+    ("recall", "--as-of"): ("2024-03-05", "2024-03-05T18:00:00+02:00", ["not a date", "2024-13-45", "", "9" * 300]),
     ("reflect", "--budget"): ("1", str(MAX_BUDGET), ["0", str(MAX_BUDGET + 1), "99999999999999999999999"]),
     ("reflect", "--skepticism"): ("1", "5", ["0", "6", "3.5", "99999999999999999999999"]),
     ("reflect", "--literalism"): ("1", "5", ["0", "6", "-1"]),

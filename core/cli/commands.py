@@ -4,6 +4,8 @@ Usage::
 
     hindsight [--path DIR] [--json] retain BANK [FILE|-] [--no-extract]
     hindsight recall BANK "what did Maya do last week?" --reference-time 2025-03-23 --trace
+    hindsight recall BANK "where does Ana live?" --as-of 2024-06-01   # what the bank held then
+    hindsight correct BANK MEMORY_ID "Rui is a paramedic, not a nurse." --by rui
     hindsight stats [BANK]
     hindsight worker [--until-idle]      # runs the queued background jobs (no other command does)
     hindsight demo
@@ -31,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
-from .options import MAX_BUDGET, MAX_MEMORIES, fraction, global_options, location, open_store, whole_number
+from .options import MAX_BUDGET, MAX_MEMORIES, fraction, global_options, location, moment, open_store, whole_number
 from .run import EXIT_ERROR, cli_write, one_line, quiet_progress, run_parsed
 
 if TYPE_CHECKING:
@@ -96,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.set_defaults(path=None, graph=None, vectors=None, json=False, verbose=False)
     common = global_options(argparse.SUPPRESS)
+    from .correct import add_commands as add_correct
     from .worker import add_commands as add_worker
 
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
@@ -103,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_retain(sub, common)
     _add_recall(sub, common)
     _add_reflect(sub, common)
+    add_correct(sub, common)  # correct (core/cli/correct.py)
     _add_stats(sub, common)
     _add_check(sub, common)
     add_worker(sub, common)  # worker (core/cli/worker.py)
@@ -157,11 +161,15 @@ def _add_recall(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--network", dest="networks", action="append", choices=NETWORKS,
                    help="only this network (repeatable)")
     p.add_argument("--reference-time", help='"now" for time expressions in the query (default: now)')
+    p.add_argument("--as-of", type=moment(), metavar="DATE",
+                   help="answer with what the bank held then: only what had been said by DATE, current as of "
+                        "DATE (ISO date or time, or a date in words)")
     p.add_argument("--trace", action="store_true",
                    help="show each memory's rank and score per channel, and stage timings")
     p.set_defaults(func=cmd_recall)
     p.epilog = ("Memories are listed in the order they were packed; one out of score order says why (context beside "
-                "a hit, evidence already shown, a fact below its message).")
+                "a hit, evidence already shown, a fact below its message), and so does one placed beside what "
+                "superseded it or what it superseded. A superseded memory is marked [superseded DATE by #n].")
 
 
 def _add_reflect(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
@@ -316,9 +324,12 @@ def cmd_recall(args: argparse.Namespace) -> dict[str, Any] | None:
         bank = hs.bank(args.bank, create=False)
         # Always traced: the trace says why a memory stands out of score order (display.placement_notes).
         rec = bank.recall(args.query, budget=args.budget, max_memories=args.max_memories,
-                          networks=args.networks, reference_time=args.reference_time, trace=True)
+                          networks=args.networks, reference_time=args.reference_time, trace=True,
+                          as_of=args.as_of)
     if args.json:
         return rec.model_dump(mode="json") | ({} if args.trace else {"trace": None})
+    if args.as_of is not None:
+        print(f"as of {args.as_of:%Y-%m-%d %H:%M} UTC: what the bank held then")
     print(format_recall(rec, args.budget))
     if args.trace:
         print()

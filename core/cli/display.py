@@ -18,15 +18,18 @@ CHANNEL_ABBREV = {"semantic": "sem", "keyword": "kw", "graph": "graph", "tempora
 
 
 def format_recall(rec: Recall, budget: int) -> str:
-    """The memories in the order they were packed, each with score, network, date, sources and document, and, under
-    one that is out of score order, why it stands there (``placement_notes``: needs the recall's trace); then the
-    tokens used."""
+    """The memories in the order they were packed, each with score, network, date, sources and document (a
+    superseded memory or a correction marked, ``history_mark``), and, under one that is out of score order or placed
+    beside what superseded it, why it stands there (``placement_notes``: needs the recall's trace); then the tokens
+    used."""
     if not rec.memories:
         return f"no memories found for {rec.query!r}"
     notes = placement_notes(rec)
+    position = {m.id: i for i, m in enumerate(rec.memories, start=1)}
     lines = []
     for rank, m in enumerate(rec.memories, start=1):
-        lines.append(f"{rank:>2}. {m.text}")
+        mark = history_mark(m, position)
+        lines.append(f"{rank:>2}. {m.text}" + (f"  {mark}" if mark else ""))
         details = [f"score {m.score:.4f}" if m.score is not None else "score -", m.network.value, when(m)]
         if m.sources:
             details.append("sources " + ", ".join(m.sources))
@@ -37,9 +40,31 @@ def format_recall(rec: Recall, budget: int) -> str:
             lines.append(f"    placed here: {notes[m.id]}")
     summary = f"{plural(len(rec.memories), 'memory', 'memories')}, {rec.tokens}/{budget} tokens"
     if notes:
-        summary += f", in the order packed ({len(notes)} out of score order, each with the reason)"
+        moved = sum(1 for note in notes.values() if note.startswith(SUPERSESSION_NOTES))
+        counts = [f"{len(notes) - moved} out of score order" if len(notes) > moved else "",
+                  f"{moved} placed by supersession" if moved else ""]
+        summary += f", in the order packed ({', '.join(c for c in counts if c)}, each with the reason)"
     lines.append(summary)
     return "\n".join(lines)
+
+
+def history_mark(m: Memory, position: dict[str, int]) -> str:
+    """``[superseded 2024-02-05 by #1]`` for a memory no longer current (when it stopped holding, and what replaced
+    it: its number in the listing, or its id when not listed), ``[corrects #2]`` for a correction; else empty."""
+    marks = []
+    if m.superseded_by is not None:
+        since = f" {_date(m.valid_until)}" if m.valid_until is not None else ""
+        marks.append(f"[superseded{since} by {_listed(m.superseded_by, position)}]")
+    fix = m.metadata.get("correction")
+    if isinstance(fix, dict) and isinstance(fix.get("of"), str):
+        by = f", by {clip(str(fix['by']), 40)}" if fix.get("by") else ""
+        marks.append(f"[corrects {_listed(fix['of'], position)}{by}]")
+    return " ".join(marks)
+
+
+def _listed(memory_id: str, position: dict[str, int]) -> str:
+    """A memory as the listing names it: ``#n``, or ``memory <id>`` when it is not listed."""
+    return f"#{position[memory_id]}" if memory_id in position else f"memory {memory_id}"
 
 
 def placement_notes(rec: Recall) -> dict[str, str]:
@@ -51,6 +76,11 @@ def placement_notes(rec: Recall) -> dict[str, str]:
     score order when a memory after it scored higher or one before it scored lower; the note names the rule that
     moved it, from the recall's trace (empty without one). A memory that was not moved but only stands beside one
     that was gets no note: the moved one explains the pair.
+
+    Supersession moves memories too, and always gets its note (a memory brought in by another carries that one's
+    score, so the pair may look in score order): a superseded memory packed after the current memory that replaced
+    it (``TraceItem.demoted``), the current memory brought in by the one it superseded, and, for a question about the
+    past, a superseded memory brought in before its successor (``TraceItem.brought_by``).
     """
     trace = rec.trace
     if trace is None or len(rec.memories) < 2:
@@ -61,21 +91,49 @@ def placement_notes(rec: Recall) -> dict[str, str]:
     best_after = [max(scores[i + 1:], default=float("-inf")) for i in range(len(scores))]
     worst_before = [min(scores[:i], default=float("inf")) for i in range(len(scores))]
     reranked = any(k.startswith("rerank") for k in trace.timings_ms)
+    # current memory -> the superseded one that brought it in (a pair current_first moved)
+    replaced = {item.brought_by: item.memory_id for item in trace.items
+                if item.brought_by is not None and item.brought_by in position}
     notes: dict[str, str] = {}
     for i, m in enumerate(rec.memories):
-        if not (scores[i] < best_after[i] or scores[i] > worst_before[i]):
-            continue
-        note = _placement(m, items.get(m.id), position, reranked)
+        note = _supersession(m, items.get(m.id), position, replaced)
+        if note is None and (scores[i] < best_after[i] or scores[i] > worst_before[i]):
+            note = _placement(m, items.get(m.id), position, reranked)
         if note:
             notes[m.id] = note
     return notes
+
+
+SUPERSESSION_NOTES = ("superseded by #", "brought in by ", "brought in before ")
+"""How the notes of ``_supersession`` begin (``format_recall`` counts them apart)."""
+
+
+def _supersession(m: Memory, item: TraceItem | None, position: dict[str, int],
+                  replaced: dict[str, str]) -> str | None:
+    """Why ``m`` stands beside a memory it superseded or that superseded it (None when supersession did not move
+    it); ``replaced`` maps each superseded memory to the current one it brought in."""
+    if item is None:
+        return None
+    if item.brought_by is not None:
+        if (item.superseded_by or m.superseded_by) == item.brought_by:  # the past-first order: the old one first
+            return (f"brought in before {_ref(item.brought_by, position)}, which superseded it, for a question about "
+                    "the past")
+        return f"brought in by {_ref(item.brought_by, position)}, which it superseded"
+    successor = replaced.get(m.id)
+    if item.demoted and successor in position and position[successor] < position[m.id]:
+        return f"superseded by #{position[successor]}, which is current: packed after it"
+    return None
+
+
+def _ref(memory_id: str, position: dict[str, int]) -> str:
+    return f"#{position[memory_id]}" if memory_id in position else f"memory {memory_id} (not packed)"
 
 
 def _placement(m: Memory, item: TraceItem | None, position: dict[str, int], reranked: bool) -> str | None:
     """The packing rule that put ``m`` where it is, in words, with the ranks (``#n``) of the memories it names."""
 
     def ref(memory_id: str) -> str:
-        return f"#{position[memory_id]}" if memory_id in position else f"memory {memory_id} (not packed)"
+        return _ref(memory_id, position)
 
     if item is not None and item.context_of:
         return f"context: the memory just before or after {ref(item.context_of)} in its document"

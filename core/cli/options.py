@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import math
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..stores.locate import StoreLocation
@@ -78,6 +79,32 @@ def fraction(low: float = 0.0, high: float = 1.0) -> Callable[[str], float]:
         if not low <= value <= high:  # NaN fails every comparison
             raise argparse.ArgumentTypeError(f"expected a number from {low:g} to {high:g}, not {_shown(text)}")
         return value
+
+    return parse
+
+
+MAX_MOMENT_CHARS = 100
+"""The longest date or time an option takes (a date in words included): longer text is refused unread."""
+
+
+def moment() -> Callable[[str], datetime]:
+    """An argparse ``type``: a date or time (ISO 8601, or a date in words such as "5 March 2024"), as an aware UTC
+    datetime (a time without a zone is UTC); anything else is a one-line usage error."""
+
+    def parse(text: str) -> datetime:
+        found = None
+        if 0 < len(text.strip()) <= MAX_MOMENT_CHARS:
+            from ..errors import InvalidInputError
+            from ..temporal.timestamps import parse_timestamp
+
+            try:
+                found = parse_timestamp(text.strip(), "date")
+            except InvalidInputError:
+                found = None
+        if found is None:
+            raise argparse.ArgumentTypeError(f"expected a date or time such as 2024-03-05 or 2024-03-05T18:00, "
+                                             f"not {_shown(text)}")
+        return found
 
     return parse
 
