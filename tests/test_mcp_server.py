@@ -33,7 +33,7 @@ from hindsight_core.mcp_server.__main__ import main as mcp_main
 from hindsight_core.mcp_server.cli import host_port
 from hindsight_core.mcp_server.transports import TOKEN_ENV
 
-TOOLS = {"retain", "recall", "reflect", "forget", "list_banks"}
+TOOLS = {"retain", "recall", "reflect", "correct", "forget", "list_banks"}
 MESSAGES = [
     {"speaker": "Emma", "text": "My sister moved to Lisbon last spring.", "id": "m1"},
     {"speaker": "assistant", "text": "Noted! Is she enjoying Portugal?", "id": "m2"},

@@ -1,5 +1,5 @@
-"""Hindsight memory as an MCP server: tools ``retain``, ``recall``, ``reflect``, ``forget``, ``list_banks`` and a
-profile resource per bank, on stdio or streamable HTTP (``hindsight mcp``).
+"""Hindsight memory as an MCP server: tools ``retain``, ``recall``, ``reflect``, ``correct``, ``forget``,
+``list_banks`` and a profile resource per bank, on stdio or streamable HTTP (``hindsight mcp``).
 
 Built on the official ``mcp`` SDK (the optional ``mcp`` extra). Like the framework adapters it holds no memory
 logic: it translates MCP calls to the public ``Hindsight``/``Bank`` API and back.

@@ -42,8 +42,8 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
     p = sub.add_parser(
         "mcp", parents=[common],
         help="serve memory to MCP clients (Claude Desktop, IDE agents, LangGraph) on stdio or HTTP",
-        description="Serves the store's banks as MCP tools (retain, recall, reflect, forget, list_banks) and a "
-                    "profile resource per bank (hindsight://banks/{bank_id}/profile), on stdin/stdout unless "
+        description="Serves the store's banks as MCP tools (retain, recall, reflect, correct, forget, list_banks) and "
+                    "a profile resource per bank (hindsight://banks/{bank_id}/profile), on stdin/stdout unless "
                     "--http is given. Runs until the client closes stdin, or until Ctrl-C / SIGTERM.",
     )
     p.add_argument("--bank", help="serve this bank only (created if missing): tools then take no bank argument "

@@ -27,13 +27,14 @@ from hindsight_core import (
     StoreLockedError,
 )
 from hindsight_core.cli.run import one_line
-from hindsight_core.errors import bounded, shown
+from hindsight_core.errors import MemoryNotFoundError, bounded, shown
 
 # Most specific first: StoreLockedError is a StoreError.
 _KINDS: tuple[tuple[type[HindsightError], str], ...] = (
     (InvalidInputError, "invalid input"),
     (BankNotFoundError, "unknown bank"),
     (DocumentNotFoundError, "not found"),
+    (MemoryNotFoundError, "not found"),
     (StoreLockedError, "store busy"),
     (StoreError, "store error"),
     (ExtractionError, "extraction failed"),

@@ -47,6 +47,10 @@ class MemoryOut(BaseModel):
     mentioned_at: datetime | None = Field(None, description="when it was said or written")
     entities: list[str] = Field(default_factory=list, description="canonical names of the entities it mentions")
     confidence: float | None = Field(None, description="the agent's confidence in it (opinions only)")
+    superseded_by: str | None = Field(None, description="the later memory that replaced this one (a move, a new "
+                                                        "job, a correction); null while it is current. A superseded "
+                                                        "memory is history: true until `valid_until`, not now")
+    valid_until: datetime | None = Field(None, description="when it stopped being current (null: current)")
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:
@@ -54,7 +58,8 @@ class MemoryOut(BaseModel):
         return cls(id=memory.id, text=memory.text, network=memory.network.value, score=memory.score,
                    sources=list(memory.sources), document_id=memory.document_id,
                    occurred_start=memory.occurred_start, occurred_end=memory.occurred_end,
-                   mentioned_at=memory.mentioned_at, entities=list(memory.entities), confidence=memory.confidence)
+                   mentioned_at=memory.mentioned_at, entities=list(memory.entities), confidence=memory.confidence,
+                   superseded_by=memory.superseded_by, valid_until=memory.valid_until)
 
 
 class RetainOut(BaseModel):
@@ -116,6 +121,21 @@ class ReflectOut(BaseModel):
                    stance=reflection.stance, based_on=cited, against=against,
                    opinions=[MemoryOut.of(o) for o in reflection.opinions],
                    disposition=reflection.disposition)
+
+
+class CorrectOut(BaseModel):
+    """A correction: the memory now held instead of a wrong one, which is kept as history superseded by it."""
+
+    bank: str
+    memory: MemoryOut = Field(description="the corrected memory, stored now (cite its id from here on)")
+    supersedes: str = Field(description="the id of the wrong memory; it keeps its text, with `superseded_by` this "
+                                        "memory's id and `valid_until` now")
+    by: str | None = Field(None, description="who corrected it: the calling token's id (null without a token)")
+
+    @classmethod
+    def of(cls, bank: str, memory: Memory, supersedes: str, by: str | None) -> CorrectOut:
+        """The tool's view of ``Bank.correct``'s new memory, which replaced ``supersedes``."""
+        return cls(bank=bank, memory=MemoryOut.of(memory), supersedes=supersedes, by=by)
 
 
 class ForgetOut(BaseModel):

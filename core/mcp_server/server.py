@@ -37,7 +37,8 @@ INSTRUCTIONS = (
     "Hindsight Memory: long-term memory that retains, recalls and reflects. Call recall before answering anything "
     "that may depend on earlier conversations or on what is known about the user; retain what is worth "
     "remembering (messages with ids keep their provenance); reflect to answer or judge from memory in the bank's "
-    "own voice; forget removes a memory, a document or everything about an entity. Results carry memory ids, "
+    "own voice; correct replaces a memory that is wrong with what is true (the wrong one is kept as history, "
+    "superseded); forget removes a memory, a document or everything about an entity. Results carry memory ids, "
     "sources (message ids) and dates: cite them."
 )
 

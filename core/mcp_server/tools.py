@@ -1,9 +1,10 @@
-"""The MCP tools: ``retain``, ``recall``, ``reflect``, ``forget`` and ``list_banks`` over a ``Hindsight``.
+"""The MCP tools: ``retain``, ``recall``, ``reflect``, ``correct``, ``forget`` and ``list_banks`` over a
+``Hindsight``.
 
 Each tool is an async method of ``MemoryTools`` whose signature is its published schema. Engine calls go through
-the async twins (``aretain``, ``arecall``, ``areflect``, ``aforget``) or ``asyncio.to_thread``, so a model call
-or an embedding never blocks the event loop that serves other requests. A server with a fixed bank registers
-the same methods with the bank bound (``bind_bank``): their schemas then have no bank argument at all.
+the async twins (``aretain``, ``arecall``, ``areflect``, ``acorrect``, ``aforget``) or ``asyncio.to_thread``, so a
+model call or an embedding never blocks the event loop that serves other requests. A server with a fixed bank
+registers the same methods with the bank bound (``bind_bank``): their schemas then have no bank argument at all.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from hindsight_core import Bank, BankNotFoundError, Disposition, Hindsight
+from hindsight_core.retain.correct import MAX_CORRECTION_CHARS
 
 from .errors import HindsightToolError, reported
 from .schemas import (
     BankId,
     BankList,
     BankOut,
+    CorrectOut,
     ForgetOut,
     MessageIn,
     NetworkName,
@@ -39,12 +42,17 @@ When = Annotated[str, Field(min_length=1, description="ISO 8601 date or time, or
 Trait = Annotated[int, Field(ge=1, le=5)]
 Bias = Annotated[float, Field(ge=0.0, le=1.0)]
 Id = Annotated[str, Field(min_length=1, max_length=1000)]
+CorrectionText = Annotated[str, Field(
+    min_length=1, description=f"what is true instead, as one statement (at most {MAX_CORRECTION_CHARS:,} "
+                              "characters), e.g. 'Ana lives in Porto, not Lisbon.'")]
 
 ANNOTATIONS: Mapping[str, ToolAnnotations] = {
     "retain": ToolAnnotations(title="Retain", read_only_hint=False, destructive_hint=False, idempotent_hint=False),
     "recall": ToolAnnotations(title="Recall", read_only_hint=True, open_world_hint=False),
     # Reflect stores the opinions it forms, so it is not read-only.
     "reflect": ToolAnnotations(title="Reflect", read_only_hint=False, destructive_hint=False, idempotent_hint=False),
+    # Nothing is deleted: the wrong memory stays as history, superseded by the correction.
+    "correct": ToolAnnotations(title="Correct", read_only_hint=False, destructive_hint=False, idempotent_hint=False),
     "forget": ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True),
     "list_banks": ToolAnnotations(title="List banks", read_only_hint=True, open_world_hint=False),
 }
@@ -121,18 +129,24 @@ class MemoryTools:
         time_end: Annotated[When | None, Field(
             description="only memories of things that happened at or before this time")] = None,
         reference_time: Annotated[When | None, Field(
-            description="'now' for time words in the query such as 'last week' (default: now)")] = None,
+            description="'now' for time words in the query such as 'last week' (default: now, or as_of)")] = None,
+        as_of: Annotated[When | None, Field(
+            description="answer with what the bank held at this time: only what had been said by then, and what "
+                        "was current then (default: now)")] = None,
     ) -> RecallOut:
         """Find the memories relevant to a query: semantic, keyword, graph and temporal search fused.
 
         Returns as many memories as fit in the token budget, best first, each with its id, text, network,
-        sources (message ids), document and dates.
+        sources (message ids), document and dates. A memory that a later one replaced (a move, a new job, a
+        correction) carries ``superseded_by`` and ``valid_until``: it is history, and comes after the memory
+        current in its place unless the question asks about the past. ``as_of`` answers as the bank would have
+        then.
         """
         target = await self._bank(bank, create=False)
         window = (time_start, time_end) if time_start is not None or time_end is not None else None
         with reported():
             result = await target.arecall(query, budget=budget, max_memories=max_memories, networks=networks,
-                                          time_range=window, reference_time=reference_time)
+                                          time_range=window, reference_time=reference_time, as_of=as_of)
         return RecallOut.of(target.id, result)
 
     async def reflect(
@@ -168,6 +182,26 @@ class MemoryTools:
             result = await target.areflect(query, disposition=disposition, budget=budget,
                                            reference_time=reference_time)
         return ReflectOut.of(target.id, result)
+
+    async def correct(
+        self,
+        bank: Annotated[BankId, Field(description="the memory bank")],
+        memory_id: Annotated[Id, Field(description="the memory that is wrong (its id from recall or retain)")],
+        text: CorrectionText,
+    ) -> CorrectOut:
+        """Correct a memory that is wrong: store what is true instead as a new memory that supersedes it.
+
+        Nothing is deleted: the wrong memory keeps its text as history, with ``superseded_by`` (the new memory's id)
+        and ``valid_until`` (now), so recall puts the correction first and ``as_of`` an earlier time still shows
+        what was believed then. The correction is recorded with who made it (the calling token) and when;
+        correcting the same memory again replaces the earlier correction. Returns the new memory and the id it
+        superseded. Needs a read-write token.
+        """
+        target = await self._bank(bank, create=False, write=True)
+        by = self._scope.grant().token_id
+        with reported():
+            memory = await target.acorrect(memory_id, text, by=by)
+        return CorrectOut.of(target.id, memory, memory_id, by)
 
     async def forget(
         self,
