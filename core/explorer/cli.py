@@ -30,8 +30,9 @@ def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], commo
         "ui", parents=[common], help="browse and audit a memory store in a local web page",
         description="Serves the memory explorer on a local port: memories by network with their provenance, "
                     "the entity graph, opinions over time, documents and jobs, and a recall playground with its "
-                    "trace. Reads are open on a loopback address; forgetting needs the token printed at start. "
-                    "With --tokens, every request needs a token of the file and reaches only its banks.",
+                    "trace. Reads are open on a loopback address; forgetting and correcting a memory need the token "
+                    "printed at start. With --tokens, every request needs a token of the file and reaches only its "
+                    "banks.",
     )
     add_ui_options(p)
     p.set_defaults(func=cmd_ui)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import BankNotFoundError, InvalidInputError
+from ..errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError, shown
 from ..models import (
     Document,
     DocumentStatus,
@@ -27,6 +27,8 @@ from ..models import (
     Recall,
 )
 from ..reflect.observation_job import observation_document_id
+from ..retain.correct import CORRECTION_KEY
+from ..temporal.timestamps import parse_timestamp
 from ..text.inputs import document_input
 
 if TYPE_CHECKING:
@@ -71,10 +73,11 @@ def memory_json(m: Memory) -> dict[str, Any]:
 
 
 def brief_json(m: Memory) -> dict[str, Any]:
-    """What a list of related memories shows: id, text, network, dates, document."""
+    """What a list of related memories shows: id, text, network, dates, document, and whether (by which memory,
+    until when) it is superseded."""
     return {"id": m.id, "text": m.text, "network": m.network.value,
             "occurred_start": _iso(m.occurred_start), "mentioned_at": _iso(m.mentioned_at),
-            "document_id": m.document_id}
+            "document_id": m.document_id, "superseded_by": m.superseded_by, "valid_until": _iso(m.valid_until)}
 
 
 def entity_json(e: Entity) -> dict[str, Any]:
@@ -144,7 +147,7 @@ def strongest(edges: list[dict[str, Any]], cap: int, per_node: int = 2) -> list[
 
 
 class Explorer:
-    """The explorer's reads and its one write (forget) over an open ``Hindsight``; thread-safe."""
+    """The explorer's reads and its two writes (forget, correct) over an open ``Hindsight``; thread-safe."""
 
     def __init__(self, hs: Hindsight) -> None:
         self.hs = hs
@@ -236,7 +239,31 @@ class Explorer:
         }
         if m.network == Network.OPINION:
             out["history"] = self._history(bank_id, m.id)
+        out.update(self._supersession(bank_id, m))
         return out
+
+    def _supersession(self, bank_id: str, m: Memory) -> dict[str, Any]:
+        """The memories a memory's history names, each brief (``{"id", "missing": True}`` for one forgotten since):
+        ``superseded_by`` (the later memory that replaced it, or None while current), ``corrects`` (for a
+        correction, the memory it corrects, with ``correction``: who and when), ``supersedes`` (the earlier memories
+        it replaced)."""
+        fix = m.metadata.get(CORRECTION_KEY)
+        correction = fix if isinstance(fix, dict) and isinstance(fix.get("of"), str) else None
+        older = self.store.superseded_by_ids(bank_id, [m.id]).get(m.id, [])[:MAX_LINKS]
+        wanted = [i for i in (m.superseded_by, correction["of"] if correction else None) if i] + older
+        found = {u.id: u for u in self.store.get_units(bank_id, wanted)}
+
+        def brief(memory_id: str | None) -> dict[str, Any] | None:
+            if memory_id is None:
+                return None
+            return brief_json(found[memory_id]) if memory_id in found else {"id": memory_id, "missing": True}
+
+        return {
+            "superseded_by": brief(m.superseded_by),
+            "corrects": brief(correction["of"] if correction else None),
+            "correction": {"by": correction.get("by"), "at": correction.get("at")} if correction else None,
+            "supersedes": [brief_json(found[i]) for i in older if i in found],
+        }
 
     # entities and the graph ----------------------------------------------------------------------------------
     def entities(self, bank_id: str, *, query: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
@@ -376,21 +403,23 @@ class Explorer:
         rows = self.store.page_jobs(bank_id, status, limit=limit + 1, offset=offset)
         return _page([job_json(j) for j in rows[:limit]], limit, offset, fetched=len(rows))
 
-    # recall and forget ---------------------------------------------------------------------------------------
+    # recall, forget and correct ------------------------------------------------------------------------------
     def recall(
         self, bank_id: str, query: str, *, budget: int = 2000, max_memories: int | None = None,
-        networks: Sequence[str] | None = None, reference_time: str | None = None,
+        networks: Sequence[str] | None = None, reference_time: str | None = None, as_of: str | None = None,
     ) -> dict[str, Any]:
         """``Bank.recall`` with the trace: the memories returned, then every candidate with its fused rank and
-        score, its rank and raw score per channel, its tokens and whether it was returned; stage timings."""
+        score, its rank and raw score per channel, its tokens and whether it was returned (and, when supersession
+        moved it, how); stage timings. ``as_of``: what the bank held then."""
         bank = self.bank(bank_id)
+        believed_at = parse_timestamp(as_of, "as_of") if as_of else None
         t = time.perf_counter()
         rec: Recall = bank.recall(query, budget=budget, max_memories=max_memories, networks=networks or None,
-                                  reference_time=reference_time or None, trace=True)
+                                  reference_time=reference_time or None, trace=True, as_of=believed_at)
         elapsed = (time.perf_counter() - t) * 1000
         trace = rec.trace
         candidates: list[dict[str, Any]] = []
-        out: dict[str, Any] = {"query": rec.query, "tokens": rec.tokens, "budget": budget,
+        out: dict[str, Any] = {"query": rec.query, "tokens": rec.tokens, "budget": budget, "as_of": _iso(believed_at),
                                "elapsed_ms": round(elapsed, 1), "memories": [memory_json(m) for m in rec.memories]}
         if trace is not None:
             items = sorted(trace.items, key=lambda i: i.fused_rank)
@@ -412,3 +441,13 @@ class Explorer:
         """``Bank.forget``: one memory, a document and its memories, or every memory mentioning an entity."""
         deleted = self.bank(bank_id).forget(memory_id=memory_id, document_id=document_id, entity=entity)
         return {"deleted": deleted}
+
+    def correct(self, bank_id: str, memory_id: str, text: str, *, by: str | None = None) -> dict[str, Any]:
+        """``Bank.correct``: ``text`` stored as the memory that supersedes ``memory_id`` (kept as history); the new
+        memory and the corrected one's id. ``NotFoundError`` for a memory the bank does not hold."""
+        bank = self.bank(bank_id)
+        try:
+            corrected = bank.correct(memory_id, text, by=by)
+        except MemoryNotFoundError:  # reported like every other missing record of the explorer (HTTP 404)
+            raise NotFoundError(f"no memory {shown(memory_id)} in bank {bank_id!r}") from None
+        return {"memory": memory_json(corrected), "corrected": memory_id}

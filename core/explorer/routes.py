@@ -1,7 +1,8 @@
 """The explorer's JSON API: one endpoint per thing a view shows, each a thin wrapper around ``queries``.
 
 Ids a caller chose (bank, document) travel in the query string or the JSON body, never in the path: they may
-hold ``/`` or ``%``. Reads are ``GET``; the one write is ``POST /api/forget`` (token required, see ``auth``).
+hold ``/`` or ``%``. Reads are ``GET``; the writes are ``POST /api/forget`` and ``POST /api/correct`` (a token that
+may write the bank required, see ``auth``).
 Every bank named is checked against the token's grant: outside it, a bank reads as one that does not exist.
 ``POST /api/recall`` is a read with a body. Endpoints are plain functions: Starlette runs them in its thread
 pool, where the stores' blocking calls belong.
@@ -21,6 +22,7 @@ from starlette.routing import Route
 from .. import __version__
 from ..access import Grant, bearer
 from ..actor import acting_as
+from ..cli.correct import MAX_BY_CHARS
 from ..errors import BankNotFoundError, InvalidInputError
 from ..models import DocumentStatus, JobStatus, Network
 from ..validation import check_bank_id
@@ -254,9 +256,10 @@ def jobs(ex: Explorer, request: Request) -> Any:
     return ex.jobs(_bank(request), status=_enum(JobStatus, _str(request, "status"), "status"), **_page(request))
 
 
-# recall (a read with a body) and forget (the one write) -----------------------------------------------------------
+# recall (a read with a body), forget and correct (the writes) ---------------------------------------------------
 async def recall(request: Request) -> JSONResponse:
-    """``{bank, query, budget?, max_memories?, networks?, reference_time?}`` -> memories and the full trace."""
+    """``{bank, query, budget?, max_memories?, networks?, reference_time?, as_of?}`` -> memories and the full
+    trace."""
     from starlette.concurrency import run_in_threadpool
 
     _guard(request, write=False)
@@ -279,7 +282,7 @@ async def recall(request: Request) -> JSONResponse:
         _readable(request, bank_id)
     result = await run_in_threadpool(
         _explorer(request).recall, bank_id, query, budget=budget, max_memories=max_memories, networks=networks,
-        reference_time=_opt_str(body, "reference_time"),
+        reference_time=_opt_str(body, "reference_time"), as_of=_opt_str(body, "as_of"),
     )
     return JSONResponse(result)
 
@@ -307,6 +310,35 @@ async def forget(request: Request) -> JSONResponse:
     return JSONResponse(result)
 
 
+async def correct(request: Request) -> JSONResponse:
+    """``{bank, memory_id, text, by?}`` -> ``{memory, corrected}``: ``text`` stored as the memory that supersedes
+    ``memory_id`` (``Bank.correct``), ``by`` naming who corrected it; needs a token that may write the bank."""
+    from starlette.concurrency import run_in_threadpool
+
+    grant = _guard(request, write=True)
+    body = await _body(request)
+    bank_id = _opt_str(body, "bank") or ""
+    memory_id = _opt_str(body, "memory_id")
+    text = _opt_str(body, "text")
+    by = _opt_str(body, "by")
+    if memory_id is None:
+        raise InvalidInputError("correct needs the memory_id of the memory to correct")
+    if text is None or not text.strip():
+        raise InvalidInputError("correct needs the text that is true instead")
+    if by is not None and len(by.strip()) > MAX_BY_CHARS:
+        raise InvalidInputError(f"by names who corrected it in at most {MAX_BY_CHARS} characters, not {len(by):,}")
+    if bank_id:
+        _writable(request, bank_id)
+    explorer = _explorer(request)
+
+    def correct_as() -> Any:
+        # Inside the worker thread, so the audit trail sees this surface and token whatever the pool does.
+        with acting_as("explorer", grant.token_id):
+            return explorer.correct(bank_id, memory_id, text, by=(by or "").strip() or None)
+
+    return JSONResponse(await run_in_threadpool(correct_as))
+
+
 def api_routes() -> list[Route]:
     """Every API route, under ``/api``."""
     reads = {"banks": banks, "bank": bank, "counts": counts, "stats": stats, "memories": memories, "memory": memory,
@@ -317,4 +349,5 @@ def api_routes() -> list[Route]:
         *(Route(f"/api/{path}", _read(handler), methods=["GET"]) for path, handler in reads.items()),
         Route("/api/recall", recall, methods=["POST"]),
         Route("/api/forget", forget, methods=["POST"]),
+        Route("/api/correct", correct, methods=["POST"]),
     ]

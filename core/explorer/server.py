@@ -1,8 +1,8 @@
 """Running the explorer: open the store, bind the port, print the address with the token, serve until Ctrl-C.
 
 The store is opened like any other process opens it (it joins the leases, so it takes over what a dead process
-left), but without a background worker: the explorer only reads, forgets on request, and never runs model
-work. The socket is bound before anything is printed, so the printed address is live and ``--port 0`` prints
+left), but without a background worker: the explorer only reads, forgets and corrects on request, and never runs
+model work. The socket is bound before anything is printed, so the printed address is live and ``--port 0`` prints
 the free port it got.
 """
 
@@ -74,10 +74,11 @@ def serve(
                 out(f"  open:  {url}/#token=TOKEN  (a token of {tokens.path}; each reaches only its banks)")
             if guard.token is not None:
                 out(f"  open:  {url}/#token={guard.token}")
-                out(f"  token: {guard.token}  (needed to forget{'' if guard.reads_need_token else '; reads are open'})")
+                reads = "" if guard.reads_need_token else "; reads are open"
+                out(f"  token: {guard.token}  (needed to forget or correct{reads})")
             if not is_loopback(host):
                 out(f"  warning: listening on {host}, not a loopback address: anyone who can reach it and has the "
-                    "token can read and forget memories; the connection is not encrypted")
+                    "token can read, forget and correct memories; the connection is not encrypted")
             out("  Ctrl-C stops it.")
             sys.stdout.flush()
             if open_browser:

@@ -114,17 +114,30 @@ export function memoryLink(bank, m, text) {
   return h('a', { href: route(bank, 'memory', { id: m.id }), class: 'memory-link' }, text ?? m.text);
 }
 
+// "superseded" on a memory that is no longer current (its title says since when), "correction" on one that
+// corrects another: what lists show beside the text.
+export function historyMarks(m) {
+  const marks = [];
+  if (m.superseded_by) {
+    const since = m.valid_until ? ` on ${fmtDate(m.valid_until, { time: false })}` : '';
+    marks.push(h('span', { class: 'badge superseded', title: `superseded${since} by a newer memory: kept as history` }, 'superseded'));
+  }
+  const fix = m.metadata && m.metadata.correction;
+  if (fix && fix.of) marks.push(h('span', { class: 'badge correction', title: 'a correction of another memory' }, 'correction'));
+  return marks.length ? [' ', ...marks] : [];
+}
+
 // The memories table of the memories, entity and document views.
 export function memoryTable(bank, items, { empty = 'No memories.' } = {}) {
   if (!items.length) return h('p', { class: 'muted empty' }, empty);
   return h('table', { class: 'grid memories' },
     h('thead', {}, h('tr', {}, h('th', {}, 'When (UTC)'), h('th', {}, 'Network'), h('th', {}, 'Memory'),
       h('th', {}, 'Entities'), h('th', {}, 'Sources'), h('th', {}, 'Document'))),
-    h('tbody', {}, items.map((m) => h('tr', { dataset: { id: m.id } },
+    h('tbody', {}, items.map((m) => h('tr', { dataset: { id: m.id }, class: m.superseded_by ? 'superseded' : undefined },
       h('td', { class: 'nowrap', title: `mentioned ${m.mentioned_at || '–'}` }, whenText(m)),
       h('td', {}, networkBadge(m.network),
         m.confidence !== null && m.confidence !== undefined ? h('span', { class: 'small muted' }, ` ${m.confidence.toFixed(2)}`) : null),
-      h('td', { class: 'text' }, memoryLink(bank, m)),
+      h('td', { class: 'text' }, memoryLink(bank, m), historyMarks(m)),
       h('td', {}, entityChips(bank, m.entities)),
       h('td', { class: 'mono small' }, (m.sources || []).join(', ') || '–'),
       h('td', { class: 'small' }, documentLink(bank, m))))));

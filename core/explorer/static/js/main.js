@@ -55,7 +55,7 @@ function setBankSelect(list, bank) {
 
 function setTokenState() {
   const el = document.getElementById('token-state');
-  el.textContent = api.token() ? 'token set: forget enabled' : 'no token: read only';
+  el.textContent = api.token() ? 'token set: forget and correct enabled' : 'no token: read only';
   el.classList.toggle('has-token', Boolean(api.token()));
 }
 

@@ -1,11 +1,11 @@
 // One memory and where it came from: the source messages inside its document, its entities, its links and,
-// for an opinion, how its confidence moved.
+// for an opinion, how its confidence moved; what superseded it or what it corrects, and a form to correct it.
 import * as api from '../api.js';
 import { chartLegend, confidenceChart } from '../chart.js';
 import { forget } from '../confirm.js';
 import {
-  dateEl, documentLink, entityChips, fields, fmtDate, h, json, memoryLink, networkBadge, route, section, statusBadge,
-  whenText,
+  dateEl, documentLink, entityChips, fields, fmtDate, h, historyMarks, json, memoryLink, networkBadge, route, section,
+  statusBadge, toast, whenText,
 } from '../dom.js';
 import { historyTable } from './opinions.js';
 
@@ -14,7 +14,9 @@ export async function render(ctx) {
   const data = await api.get('memory', { bank, id: params.get('id') });
   const m = data.memory;
   root.append(h('p', { class: 'crumbs' }, h('a', { href: route(bank, 'memories') }, '‹ Memories')));
-  root.append(h('h1', { class: 'memory-title' }, m.text));
+  root.append(h('h1', { class: 'memory-title' }, m.text, historyMarks(m)));
+  const history = historyNotes(bank, data, m);
+  if (history.length) root.append(h('div', { class: 'history-notes', id: 'memory-history' }, history));
   root.append(section('Memory', fields([
     ['Id', h('code', {}, m.id)],
     ['Network', networkBadge(m.network)],
@@ -34,7 +36,7 @@ export async function render(ctx) {
       title: 'Forget this memory?', message: `“${m.text.slice(0, 200)}”`,
       onDone: () => { ctx.invalidate(); ctx.go('memories'); },
     }),
-  }, 'Forget memory…'))));
+  }, 'Forget memory…')), correctForm(ctx, m)));
 
   const doc = data.document;
   const provenance = [];
@@ -60,6 +62,83 @@ export async function render(ctx) {
     h('tbody', {}, data.links.map((l) => h('tr', {}, h('td', {}, l.type), h('td', { class: 'num' }, l.weight.toFixed(3)),
       h('td', {}, networkBadge(l.memory.network), ' ', memoryLink(bank, l.memory)))))) : h('p', { class: 'muted' }, 'No stored links.'),
   h('p', { class: 'muted small' }, 'Entity links go through the entities above: ', entityChips(bank, m.entities))));
+}
+
+// What the memory's history says: superseded (when, by which memory), a correction of which memory (by whom,
+// when), and the earlier memories it superseded; each memory a link.
+function historyNotes(bank, data, m) {
+  const notes = [];
+  const link = (other) => (other.missing
+    ? h('span', { class: 'muted' }, `memory ${other.id} (forgotten)`)
+    : memoryLink(bank, other, `“${other.text}”`));
+  if (data.superseded_by) {
+    const since = m.valid_until ? ` on ${fmtDate(m.valid_until, { time: false })}` : '';
+    notes.push(h('p', { class: 'history superseded', id: 'superseded-by' },
+      h('strong', {}, `Superseded${since}`), ' by ', link(data.superseded_by), '. ',
+      h('span', { class: 'muted' }, 'It is kept as history: recall puts the newer memory first.')));
+  }
+  if (data.corrects) {
+    const fix = data.correction || {};
+    const who = fix.by ? ` by ${fix.by}` : '';
+    const when = fix.at ? ` on ${fmtDate(fix.at, { time: false })}` : '';
+    notes.push(h('p', { class: 'history correction', id: 'corrects' },
+      h('strong', {}, 'Corrects'), ' ', link(data.corrects), h('span', { class: 'muted' }, ` (corrected${who}${when})`)));
+  }
+  for (const older of data.supersedes || []) {
+    if (data.corrects && older.id === data.corrects.id) continue; // said once, above
+    notes.push(h('p', { class: 'history supersedes' }, h('strong', {}, 'Supersedes'), ' ', link(older),
+      older.valid_until ? h('span', { class: 'muted' }, ` (until ${fmtDate(older.valid_until, { time: false })})`) : null));
+  }
+  return notes;
+}
+
+// "Correct this memory…": the true text (and who corrects it) stored as a newer memory that supersedes this one.
+// The token is asked for here, as forgetting asks for it in its dialog; it is sent as a header, never in a form post.
+function correctForm(ctx, m) {
+  const { bank } = ctx;
+  const text = h('textarea', { id: 'correct-text', rows: 3, maxlength: 4000, placeholder: 'What is true instead' });
+  const by = h('input', { type: 'text', id: 'correct-by', maxlength: 200, autocomplete: 'off', placeholder: 'optional' });
+  const tokenInput = h('input', { type: 'password', id: 'correct-token', autocomplete: 'off', spellcheck: 'false', value: api.token() });
+  const status = h('p', { class: 'small', id: 'correct-status', role: 'status' });
+  const submit = h('button', { class: 'btn primary', type: 'submit', id: 'correct-submit' }, 'Store correction');
+  const form = h('form', { class: 'correct-form', id: 'correct-form' },
+    h('label', { class: 'field' }, 'Corrected text', text),
+    h('div', { class: 'row' }, h('label', { class: 'field grow' }, 'Corrected by', by),
+      h('label', { class: 'field grow' }, 'Token', tokenInput)),
+    h('p', { class: 'muted small' }, 'Stored as a new memory that supersedes this one; this one is kept as history. The token is printed by ',
+      h('code', {}, 'hindsight ui'), ' when it starts.'),
+    submit, status);
+  for (const input of [text, tokenInput]) input.addEventListener('input', () => input.classList.remove('invalid'));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault(); // nothing is posted by the form itself: the JSON request below carries the token header
+    const missing = [[text, !text.value.trim()], [tokenInput, !tokenInput.value.trim()]];
+    for (const [input, bad] of missing) input.classList.toggle('invalid', bad);
+    const first = missing.find(([, bad]) => bad);
+    if (first) {
+      first[0].focus();
+      return;
+    }
+    api.setToken(tokenInput.value);
+    submit.disabled = true;
+    status.textContent = 'Storing…';
+    status.className = 'small';
+    try {
+      const result = await api.post('correct', { bank, memory_id: m.id, text: text.value, by: by.value.trim() || null });
+      toast('Correction stored: the old memory is kept as history.');
+      ctx.invalidate();
+      ctx.go('memory', { id: result.memory.id });
+    } catch (err) {
+      // As for forget: a wrong token is dropped so the next try asks again; a read-only one stays (reads still work).
+      if (err.status === 403 && err.kind !== 'ReadOnlyError') {
+        api.setToken('');
+        tokenInput.value = '';
+      }
+      status.textContent = `Not corrected: ${err.message}`;
+      status.className = 'small error-text';
+      submit.disabled = false;
+    }
+  });
+  return h('details', { class: 'correct', id: 'correct-memory' }, h('summary', { class: 'btn' }, 'Correct memory…'), form);
 }
 
 function size(doc) {
