@@ -136,18 +136,19 @@ def test_a_superseded_memory_names_its_successor_and_lists_mark_it(world: World,
 def test_correct_with_a_write_token_supersedes_and_is_audited(world: World, client: TestClient) -> None:
     nurse = world.memories[NURSE]
     before = len(world.corrections())
-    body = {"bank": BANK, "memory_id": nurse.id, "by": "  Rui  ", "text": "Rui works as a paramedic, not a nurse."}
+    body = {"bank": BANK, "memory_id": nurse.id, "text": "Rui works as a paramedic, not a nurse."}
     r = client.post("/api/correct", json=body, headers=_as(world, "writer"))
     assert r.status_code == 200, r.text
     fixed = r.json()["memory"]
     assert r.json()["corrected"] == nurse.id and fixed["text"] == "Rui works as a paramedic, not a nurse."
-    assert fixed["metadata"]["correction"]["of"] == nurse.id and fixed["metadata"]["correction"]["by"] == "Rui"
+    # Who corrected it is the token's id: a caller cannot name someone else.
+    assert fixed["metadata"]["correction"]["of"] == nurse.id and fixed["metadata"]["correction"]["by"] == "writer"
     assert world.get(NURSE).superseded_by == fixed["id"]  # the wrong one stays, as history
     old = client.get("/api/memory", params={"bank": BANK, "id": nurse.id}, headers=_as(world, "writer")).json()
     assert old["superseded_by"] == {**old["superseded_by"], "id": fixed["id"], "text": fixed["text"]}
     new = client.get("/api/memory", params={"bank": BANK, "id": fixed["id"]}, headers=_as(world, "writer")).json()
     assert new["corrects"]["id"] == nurse.id and new["corrects"]["text"] == NURSE
-    assert new["correction"]["by"] == "Rui" and new["correction"]["at"]
+    assert new["correction"]["by"] == "writer" and new["correction"]["at"]
     entries = world.corrections()
     assert len(entries) == before + 1
     assert (entries[0].surface, entries[0].token_id) == ("explorer", "writer")
@@ -187,8 +188,8 @@ def test_correct_checks_its_input_with_one_short_message(world: World, client: T
         ({"bank": BANK, "text": "x"}, 400, "correct needs the memory_id"),
         ({"bank": BANK, "memory_id": cello.id, "text": 5}, 400, "text must be a string"),
         ({"bank": BANK, "memory_id": cello.id, "text": "x" * 5000}, 400, "at most 4000 characters"),
-        ({"bank": BANK, "memory_id": cello.id, "text": "Mia plays the viola.", "by": "b" * 300}, 400,
-         "at most 200 characters"),
+        ({"bank": BANK, "memory_id": cello.id, "text": "Mia plays the viola.", "by": "the boss"}, 400,
+         "correct records the token's id as who corrected the memory: leave out 'by'"),
         ({"bank": BANK, "memory_id": "no-such-memory", "text": "Mia plays the viola."}, 404,
          "no memory 'no-such-memory' in bank 'people'"),
         ({"bank": BANK, "memory_id": "m" * 5000, "text": "Mia plays the viola."}, 400, "longer than 1000 characters"),
@@ -295,13 +296,12 @@ def test_the_correct_form_stores_a_correction_with_a_write_token(
     assert "invalid" in driver.find_element("id", "correct-text").get_attribute("class")
     assert len(world.corrections()) == before
     driver.find_element("id", "correct-text").send_keys("Mia plays the viola, not the cello.")
-    driver.find_element("id", "correct-by").send_keys("mia")
     driver.save_screenshot(str(output_dir() / "correct-form.png"))
     driver.find_element("id", "correct-submit").click()
     _wait(driver, f"return !location.hash.includes('{cello.id}') && document.body.dataset.ready === '1'")
     assert driver.find_element("css selector", "h1.memory-title").text.startswith("Mia plays the viola, not the cello.")
     corrects = driver.find_element("id", "corrects")
-    assert corrects.text.startswith(f"Corrects “{CELLO}” (corrected by mia on ")
+    assert corrects.text.startswith(f"Corrects “{CELLO}” (corrected by writer on ")
     assert "Correction stored" in driver.find_element("id", "toast").get_attribute("textContent")
     driver.save_screenshot(str(output_dir() / "correct-stored.png"))
     # In the store: the new memory supersedes the old, which is kept; the audit trail names the explorer and token.

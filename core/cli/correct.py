@@ -19,7 +19,8 @@ from .options import open_store
 from .run import cli_write
 
 MAX_BY_CHARS = 200
-"""The longest name ``--by`` (and the explorer's "by" field) takes: who corrected a memory, not a document."""
+"""The longest name ``--by`` takes: who corrected a memory, not a document. (The servers record the calling token's id
+instead: over MCP and in the explorer a caller cannot name someone else.)"""
 
 
 def add_commands(sub: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:

@@ -22,7 +22,6 @@ from starlette.routing import Route
 from .. import __version__
 from ..access import Grant, bearer
 from ..actor import acting_as
-from ..cli.correct import MAX_BY_CHARS
 from ..errors import BankNotFoundError, InvalidInputError
 from ..models import DocumentStatus, JobStatus, Network
 from ..validation import check_bank_id
@@ -311,8 +310,9 @@ async def forget(request: Request) -> JSONResponse:
 
 
 async def correct(request: Request) -> JSONResponse:
-    """``{bank, memory_id, text, by?}`` -> ``{memory, corrected}``: ``text`` stored as the memory that supersedes
-    ``memory_id`` (``Bank.correct``), ``by`` naming who corrected it; needs a token that may write the bank."""
+    """``{bank, memory_id, text}`` -> ``{memory, corrected}``: ``text`` stored as the memory that supersedes
+    ``memory_id`` (``Bank.correct``); needs a token that may write the bank. Who corrected it is the token's id (as
+    over MCP): a caller cannot name someone else, so a ``by`` in the body is refused rather than silently dropped."""
     from starlette.concurrency import run_in_threadpool
 
     grant = _guard(request, write=True)
@@ -320,13 +320,12 @@ async def correct(request: Request) -> JSONResponse:
     bank_id = _opt_str(body, "bank") or ""
     memory_id = _opt_str(body, "memory_id")
     text = _opt_str(body, "text")
-    by = _opt_str(body, "by")
+    if "by" in body:
+        raise InvalidInputError("correct records the token's id as who corrected the memory: leave out 'by'")
     if memory_id is None:
         raise InvalidInputError("correct needs the memory_id of the memory to correct")
     if text is None or not text.strip():
         raise InvalidInputError("correct needs the text that is true instead")
-    if by is not None and len(by.strip()) > MAX_BY_CHARS:
-        raise InvalidInputError(f"by names who corrected it in at most {MAX_BY_CHARS} characters, not {len(by):,}")
     if bank_id:
         _writable(request, bank_id)
     explorer = _explorer(request)
@@ -334,7 +333,7 @@ async def correct(request: Request) -> JSONResponse:
     def correct_as() -> Any:
         # Inside the worker thread, so the audit trail sees this surface and token whatever the pool does.
         with acting_as("explorer", grant.token_id):
-            return explorer.correct(bank_id, memory_id, text, by=(by or "").strip() or None)
+            return explorer.correct(bank_id, memory_id, text, by=grant.token_id)
 
     return JSONResponse(await run_in_threadpool(correct_as))
 

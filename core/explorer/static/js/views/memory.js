@@ -92,21 +92,20 @@ function historyNotes(bank, data, m) {
   return notes;
 }
 
-// "Correct this memory…": the true text (and who corrects it) stored as a newer memory that supersedes this one.
-// The token is asked for here, as forgetting asks for it in its dialog; it is sent as a header, never in a form post.
+// "Correct memory…": the true text stored as a newer memory that supersedes this one, recorded as corrected by the
+// token's id. The token is asked for here, as forgetting asks for it in its dialog; it is sent as a header, never in
+// a form post.
 function correctForm(ctx, m) {
   const { bank } = ctx;
   const text = h('textarea', { id: 'correct-text', rows: 3, maxlength: 4000, placeholder: 'What is true instead' });
-  const by = h('input', { type: 'text', id: 'correct-by', maxlength: 200, autocomplete: 'off', placeholder: 'optional' });
   const tokenInput = h('input', { type: 'password', id: 'correct-token', autocomplete: 'off', spellcheck: 'false', value: api.token() });
   const status = h('p', { class: 'small', id: 'correct-status', role: 'status' });
   const submit = h('button', { class: 'btn primary', type: 'submit', id: 'correct-submit' }, 'Store correction');
   const form = h('form', { class: 'correct-form', id: 'correct-form' },
     h('label', { class: 'field' }, 'Corrected text', text),
-    h('div', { class: 'row' }, h('label', { class: 'field grow' }, 'Corrected by', by),
-      h('label', { class: 'field grow' }, 'Token', tokenInput)),
+    h('div', { class: 'row' }, h('label', { class: 'field grow' }, 'Token', tokenInput)),
     h('p', { class: 'muted small' }, 'Stored as a new memory that supersedes this one; this one is kept as history. The token is printed by ',
-      h('code', {}, 'hindsight ui'), ' when it starts.'),
+      h('code', {}, 'hindsight ui'), ' when it starts; its id is recorded as who corrected it.'),
     submit, status);
   for (const input of [text, tokenInput]) input.addEventListener('input', () => input.classList.remove('invalid'));
   form.addEventListener('submit', async (event) => {
@@ -123,7 +122,7 @@ function correctForm(ctx, m) {
     status.textContent = 'Storing…';
     status.className = 'small';
     try {
-      const result = await api.post('correct', { bank, memory_id: m.id, text: text.value, by: by.value.trim() || null });
+      const result = await api.post('correct', { bank, memory_id: m.id, text: text.value });
       toast('Correction stored: the old memory is kept as history.');
       ctx.invalidate();
       ctx.go('memory', { id: result.memory.id });
