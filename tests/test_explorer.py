@@ -553,7 +553,8 @@ def test_forget_asks_for_confirmation_and_the_token(served: Served, driver: Any,
     driver.save_screenshot(str(output_dir() / "forget-confirm.png"))
     driver.find_element("id", "confirm-ok").click()
     _wait(driver, "return location.hash.includes('/memories') && document.body.dataset.ready === '1'")
-    assert "Forgot 1 memory." in driver.find_element("id", "toast").get_attribute("textContent")
+    # The memory and the observation written from it (Emma's) go together: forgetting takes what rests on it.
+    assert "Forgot 2 memories." in driver.find_element("id", "toast").get_attribute("textContent")
     assert _api(served, "memory", id=target)[0] == 404
     assert FORGET_ME not in driver.find_element("css selector", "table.memories").text
     # The token from the printed address is taken into the tab (and out of the address bar).
