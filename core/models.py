@@ -353,6 +353,8 @@ class RetainResult(BaseModel):
     links: int = 0
     warnings: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    restated: int = Field(0, description="LLM facts not stored because the bank already held one that says the same: "
+                                         "their citations were added to it")
     queued: bool = Field(default=False, description="the whole retain was deferred to a background job (defer=True: "
                                                     "no memories yet)")
     job_id: str | None = Field(default=None, description="the background job still to run for this document: with "

@@ -60,7 +60,11 @@ class FactJob:
         result = self.add_facts(doc, report)
         if result is not None and payload.get("background") and result.memories:
             self.on_retained(result)
-        return report.summary() if result is not None else None
+        if result is None:
+            return None
+        summary = report.summary()
+        summary["restated"] = result.restated  # kept as citations of the facts already held, not stored twice
+        return summary
 
     def add_facts(self, doc: Document, report: GroundingReport | None = None) -> RetainResult | None:
         """Extract, check and store the facts of ``doc``; None when a newer retain of it took over meanwhile.

@@ -58,6 +58,7 @@ from ..vectors.vector_sync import VectorSync
 from .entities import EntityResolver
 from .links import build_links
 from .options import RetainOptions
+from .restated import restated
 
 log = logging.getLogger(__name__)
 
@@ -226,10 +227,19 @@ class RetainPipeline:
             units = [self._unit(bank_id, doc, fact, metadata) for fact in facts]
             for unit, cited in zip(units, cites or (), strict=False):
                 unit.metadata[FACT_CITES_KEY] = list(cited)
+            vectors = self._vectors(units, vectors, timings)
+            citations: list[tuple[str, list[str]]] = []
+            if cites is not None and units:
+                # A fact the bank already holds (from another document) gains these citations instead of a twin.
+                again = restated(self.store, self.index, bank_id, doc.id, units, facts, vectors)
+                if again:
+                    citations = [(held, list(cites[i])) for i, held in again.items()]
+                    keep = [i for i in range(len(units)) if i not in again]
+                    units, facts = [units[i] for i in keep], [facts[i] for i in keep]
+                    vectors = np.asarray(vectors)[keep]
+            t = time.perf_counter()
             resolution = self.resolver.resolve(bank_id, facts, [u.id for u in units])
             timings["resolve_ms"] = _ms(t)
-
-            vectors = self._vectors(units, vectors, timings)
             t = time.perf_counter()
             links = build_links(bank_id, units, facts, vectors, self.store, self.index, self.settings.links)
             timings["link_ms"] = _ms(t)
@@ -259,13 +269,14 @@ class RetainPipeline:
                 revision=revision,
                 jobs=[*jobs, *follow_jobs],
                 supersedes=changes,
+                citations=citations,
             )
             names = self._commit(bank_id, doc.id, batch, vectors)
             _name_entities(units, resolution.mentions, names)
             timings["commit_ms"] = _ms(t)
         return RetainResult(bank_id=bank_id, document_id=doc.id, memories=units, links=len(links),
                             entities=sorted({n for u in units for n in u.entities}), warnings=warnings or [],
-                            timings_ms=timings)
+                            timings_ms=timings, restated=len(citations))
 
     def _replaced(self, doc: Document, *, facts_only: bool) -> list[str]:
         """The units a new write of ``doc`` replaces: all of them, or (facts beside raw units) its facts only."""

@@ -86,6 +86,9 @@ class UnitBatch:
     jobs: list[Job] = field(default_factory=list)
     # Earlier memories the batch's units supersede, recorded in the same transaction (see ``Supersession``).
     supersedes: list[Supersession] = field(default_factory=list)
+    # (held fact id, raw message ids): a new fact that restated a held one adds its citations to it instead of being
+    # stored (``retain.restated``); a held fact that is gone meanwhile gains nothing.
+    citations: list[tuple[str, list[str]]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

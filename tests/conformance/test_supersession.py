@@ -205,3 +205,25 @@ def test_facts_follow_the_messages_they_cite(backend: Backend, embedder: Any, ba
         # Forgetting the move makes the message and its facts current again.
         bank.forget(document_id="s3")
         assert all(bank.get(i).superseded_by is None for i in (lisbon.id, before.id, late.id))  # type: ignore[union-attr]
+
+
+def test_a_restated_fact_is_linked_not_stored_twice(backend: Backend, embedder: Any, bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        for i, day in enumerate((0, 40)):
+            bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
+                        document_id=f"d{i}", extract=False, background=False)
+        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
+                         for i in range(2))
+        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
+        again = ExtractedFact(text="Ana works as a nurse at the Santa Maria hospital.", network=Network.WORLD,
+                              sources=list(second.sources), mentioned_at=second.mentioned_at)
+        other = ExtractedFact(text="Ana works night shifts this month.", network=Network.WORLD,
+                              sources=list(second.sources), mentioned_at=second.mentioned_at)
+        result = hs.engine.retainer.store_facts(doc, [again, other], cites=[[second.id], [second.id]])
+        # The twin is not stored: the held fact now cites both messages; a fact saying something else is stored.
+        assert result.restated == 1 and [m.text for m in result.memories] == [other.text]
+        assert bank.get(held.id).cites == [first.id, second.id]  # type: ignore[union-attr]
+        facts = [m for m in hs.store.get_units(bank_id, list(hs.store.unit_ids(bank_id))) if m.cites]
+        assert sorted(m.text for m in facts) == sorted([held.text, other.text])

@@ -9,7 +9,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ...models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, DocumentStatus, Job, OpinionEvent
+from ...models import (
+    FACT_CITES_KEY,
+    SUPERSEDED_BY_KEY,
+    SUPERSESSION_KEY,
+    VALID_UNTIL_KEY,
+    DocumentStatus,
+    Job,
+    OpinionEvent,
+)
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
 from ..records import Supersession, voted_type
@@ -149,6 +157,20 @@ def _supersede_tx(tx: Any, bank_id: str, items: Sequence[Supersession]) -> int:
                old=item.old_id, bank=bank_id, meta=json.dumps(meta, default=str), new=item.new_id).consume()
         done += 1
     return done
+
+
+def _add_citations_tx(tx: Any, bank_id: str, items: Sequence[tuple[str, list[str]]]) -> None:
+    """Held facts gain the citations of the facts that restated them (``UnitBatch.citations``)."""
+    for unit_id, cites in items:
+        row = tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.metadata AS metadata",
+                     id=unit_id, bank=bank_id).single()
+        if row is None:
+            continue
+        meta = json.loads(row["metadata"] or "{}")
+        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+        meta[FACT_CITES_KEY] = list(dict.fromkeys([*held, *cites]))
+        tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
+               id=unit_id, bank=bank_id, meta=json.dumps(meta, default=str)).consume()
 
 
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:

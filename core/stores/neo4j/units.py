@@ -21,6 +21,7 @@ from ..records import Edge, Supersession, UnitBatch
 from .connection import Neo4jConnection
 from .cypher import (
     _ENTITY_MERGE,
+    _add_citations_tx,
     _create_job_tx,
     _delete_units_tx,
     _doc_key,
@@ -62,6 +63,7 @@ class Neo4jUnits(Neo4jConnection):
             _mention_tx(tx, bank_id, mentions, remap)
             _link_tx(tx, bank_id, links, events)
             _supersede_tx(tx, bank_id, batch.supersedes)
+            _add_citations_tx(tx, bank_id, batch.citations)
             for job in batch.jobs:
                 _create_job_tx(tx, job)
             if units:

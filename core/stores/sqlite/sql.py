@@ -10,7 +10,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ...models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Entity, EntityType, Job, OpinionEvent
+from ...models import (
+    FACT_CITES_KEY,
+    SUPERSEDED_BY_KEY,
+    SUPERSESSION_KEY,
+    VALID_UNTIL_KEY,
+    Entity,
+    EntityType,
+    Job,
+    OpinionEvent,
+)
 from ...text.names import normalise_name
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
@@ -217,6 +226,18 @@ def _supersede(con: sqlite3.Connection, bank_id: str, items: Sequence[Supersessi
         )
         done += cur.rowcount
     return done
+
+
+def _add_citations(con: sqlite3.Connection, bank_id: str, items: Sequence[tuple[str, list[str]]]) -> None:
+    """Held facts gain the citations of the facts that restated them (``UnitBatch.citations``)."""
+    for unit_id, cites in items:
+        row = con.execute("SELECT metadata FROM units WHERE id = ? AND bank_id = ?", (unit_id, bank_id)).fetchone()
+        if row is None:
+            continue
+        meta = json.loads(row[0])
+        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+        meta[FACT_CITES_KEY] = list(dict.fromkeys([*held, *cites]))
+        con.execute("UPDATE units SET metadata = ? WHERE id = ?", (json.dumps(meta, default=str), unit_id))
 
 
 def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:

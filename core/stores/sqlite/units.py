@@ -20,6 +20,7 @@ from ..records import Edge, Supersession, UnitBatch
 from .connection import SQLiteConnection
 from .sql import (
     SUPERSEDED_EXPR,
+    _add_citations,
     _adjust_keyword_stats,
     _chunks,
     _delete_units,
@@ -90,6 +91,7 @@ class SQLiteUnits(SQLiteConnection):
                   link.target_id, bank_id) for link in batch.links],
             )
             _supersede(con, bank_id, batch.supersedes)
+            _add_citations(con, bank_id, batch.citations)
             for event in batch.opinion_events:
                 _insert_event(con, bank_id, event)
             for job in batch.jobs:
