@@ -40,7 +40,9 @@ def _message(fn: Callable[..., Any], exc: ValidationError) -> str:
         seen.add(head)
         given = err.get("input")
         shown = repr(given) if len(repr(given)) <= 60 else repr(given)[:57] + "..."
-        parts.append(f"argument {head!r}: {err.get('msg', 'invalid')} (got {type(given).__name__} {shown})")
+        # pydantic prefixes the message of a check raised in a validator ("Value error, ..."): the check is ours
+        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        parts.append(f"argument {head!r}: {msg} (got {type(given).__name__} {shown})")
     return f"{fn.__qualname__}: " + "; ".join(parts)
 
 
