@@ -315,9 +315,10 @@ def facts_only_bank(hs: Any, sample_id: str, chosen: Sequence[Session]) -> Any:
     if not bank.wait_idle(3600):
         raise RuntimeError("the replayed facts jobs did not finish within an hour")
     for s in chosen:
-        for unit in bank.memories(hs.store.units_of_document(bank.id, s.document_id)):
-            if unit.cites is None:
-                bank.forget(memory_id=unit.id)
+        raw = [u.id for u in bank.memories(hs.store.units_of_document(bank.id, s.document_id)) if u.cites is None]
+        # The raw units only: ``forget`` would take the facts citing them along (forgetting forgets), which is the
+        # opposite of this study's old behaviour.
+        hs.engine.forgetter.delete_units(bank.id, raw)
     return bank
 
 
