@@ -218,7 +218,7 @@ class SQLiteUnits(SQLiteConnection):
         for chunk in _chunks(list(dict.fromkeys(ids)), 500):
             for r in self._con().execute(
                 f"SELECT {SUPERSEDED_EXPR}, id FROM units WHERE bank_id = ? AND {SUPERSEDED_EXPR} IN "
-                f"({','.join('?' * len(chunk))}) ORDER BY seq", [bank_id, *chunk],
+                f"({','.join('?' * len(chunk))})", [bank_id, *chunk],
             ):
                 out.setdefault(r[0], []).append(r[1])
         return out
