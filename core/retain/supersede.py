@@ -165,12 +165,15 @@ _WISH = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"could", r"shou
 _SAME = re.compile(r"\b(?:still|also|as well|again|part[- ]time|on the side)\b|[, ]too[.!]?$", re.IGNORECASE)
 _PAST_STORY = _words(r"when i was", r"as a kid", r"as a child", r"growing up", r"years ago", r"used to",
                      r"back (?:then|in)", r"in high school", r"in college")
-_NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not)\s+(?:\w+\s+){0,2}?"
+_NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not|won'?t|will not|don'?t|"
+                      r"doesn'?t|can'?t|cannot|wouldn'?t)\s+(?:\w+\s+){0,2}?"
                       r"(?:move|moved|quit|sell|sold|leave|left|break|broke|postpone|postponed|switch|switched|"
                       r"change|changed|adopt|adopted|stop|stopped)\b", re.IGNORECASE)
 _FIRST_PERSON = _words(r"i", r"i'?m", r"i'?ve", r"i'?d", r"i'?ll", r"my", r"me", r"we", r"we'?re", r"we'?ve", r"our",
                        r"us", r"mine")
-_OTHERS = _words(r"my (?:\w+ )?(?:friend|sister|brother|mom|mum|mother|dad|father|cousin|neighbou?r|colleague|coworker|"
+_OTHERS = _words(r"an? (?:\w+ )?(?:friend|buddy|mate|pal|colleague|neighbou?r) of (?:mine|ours)",
+                 r"my (?:\w+ )?(?:friend|buddy|mate|pal|sister|brother|mom|mum|mother|dad|father|cousin|neighbou?r|"
+                 r"colleague|coworker|"
                  r"husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|flatmate|manager|team|teacher|doctor|"
                  r"co-worker|boss|roommate|flatmate|aunt|uncle|son|daughter|parents|grandma|grandpa|grandmother|"
                  r"grandfather|niece|nephew|kids?|children|friends|family)", r"he", r"she", r"they", r"his", r"her",
