@@ -1,0 +1,77 @@
+"""The rules that decide, without a model, whether a message states a change of its speaker's own situation, and
+which earlier statement it changes (``core/retain/supersede.py``): changes are found, look-alikes are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight_core.models import Memory
+from hindsight_core.retain.supersede import change_of, names, states
+
+
+def said(text: str, mid: str = "m") -> Memory:
+    """A raw message memory as retain writes it (``Speaker: text``)."""
+    return Memory(id=mid, bank_id="b", text=text)
+
+
+@pytest.mark.parametrize(("text", "attribute", "named"), [
+    ("Ana: We moved to Porto last month, the new flat is much bigger.", "home", None),
+    ("Rui: I left nursing, I'm a paramedic now.", "job", None),
+    ("Arjun: Sold the Enfield, I bought a second-hand Activa scooter.", "vehicle", "enfield"),
+    ("Jordan: I left Amazon in October. Starting at a startup on Monday.", None, "amazon"),
+    ("Carla: Miguel and I broke up in December.", "partner", "miguel"),
+    ("Chloe: The party is moving to 2 September, the club double-booked.", None, "party"),
+    ("Carla: Also, we postponed Japan to next spring.", "event", "japan"),
+    ("Sam: Also, I went fully vegan in January.", "diet", None),
+])
+def test_a_change_of_the_speakers_own_situation_is_found(text: str, attribute: str | None, named: str | None) -> None:
+    change = change_of(said(text))
+    assert change is not None and change.speaker == text.split(":")[0]
+    if attribute is not None:
+        assert attribute in change.attributes
+    if named is not None:
+        assert named in change.objects
+
+
+@pytest.mark.parametrize("text", [
+    "Rui: My sister moved to Porto for her new job.",            # another person
+    "Lena: My best friend moved to Munich, I'll miss her.",      # another person, with an adjective
+    "Melanie: Yeah, a buddy of mine adopted last year.",         # another person
+    "Kavya: My husband has switched to cheering for CSK.",       # another person
+    "Ana: If we ever moved to Porto I'd miss the river.",        # hypothetical
+    "Ana: Did you move to Porto?",                               # a question
+    "Ana: When I was a kid we moved to Faro.",                   # a story about the past
+    "Ana: We didn't move to Porto in the end.",                  # a denial
+    "Jon: Thanks! I won't quit on my dreams.",                   # negated
+    "Ana: Still living in Lisbon, still loving it.",            # a repetition
+    "Ana: We're thinking about moving to Porto next year.",     # a plan
+    "Rafael: We moved the christening to March.",                # an event, not a home
+    "Ana: Does anyone know a good dentist? Mine retired.",       # someone else retired
+    "Grace: I bought a paddling pool. For myself.",              # a purchase, no vehicle
+    "Lucía: The rebajas started, I bought a coat.",              # a start, no habit
+])
+def test_look_alikes_state_no_change_of_home_job_or_vehicle(text: str) -> None:
+    change = change_of(said(text))
+    assert change is None or not change.attributes & {"home", "job", "vehicle", "habit", "pet"}, change
+
+
+def test_the_earlier_statement_is_the_speakers_own_state_of_the_attribute() -> None:
+    assert states(said("Ana: I live in Lisbon, near the river."), "Ana", frozenset({"home"})) == "home"
+    assert states(said("Rui: I live in Lisbon."), "Ana", frozenset({"home"})) is None  # another speaker
+    assert states(said("Ana: Do you live in Lisbon?"), "Ana", frozenset({"home"})) is None  # a question
+    assert states(said("Ana: If I lived in Lisbon I'd walk more."), "Ana", frozenset({"home"})) is None
+    assert states(said("Leo: Set him an alarm, that's what worked for my gran."), "Leo", frozenset({"job"})) is None
+    assert states(said("Chloe: I'm a primary school teacher in Salford."), "Chloe", frozenset({"job"})) == "job"
+    # An event's state is its date.
+    assert states(said("Ines: The wedding is on 14 June in Braga."), "Ines", frozenset({"event"})) == "event"
+    assert states(said("Ines: Hugo wants to meet everyone before the wedding."), "Ines", frozenset({"event"})) is None
+
+
+def test_a_named_thing_links_the_change_to_the_statement_that_has_it() -> None:
+    objects = frozenset({"enfield"})
+    assert names(said("Arjun: My Royal Enfield is my baby, I ride it every day."), "Arjun", objects) == "enfield"
+    assert names(said("Arjun: Would I ever sell the Enfield? Never."), "Arjun", objects) is None  # a question
+    assert names(said("Meera: Arjun's Enfield is loud."), "Arjun", objects) is None  # another speaker
+    # Forms of the same word: "journalism" / "journalist", "surfing" / "surf".
+    assert names(said("Lucía: I work as a journalist at El País."), "Lucía", frozenset({"journalism"}))
+    assert names(said("Liam: I surf every morning at six."), "Liam", frozenset({"surfing"}))
