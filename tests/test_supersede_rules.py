@@ -75,3 +75,10 @@ def test_a_named_thing_links_the_change_to_the_statement_that_has_it() -> None:
     # Forms of the same word: "journalism" / "journalist", "surfing" / "surf".
     assert names(said("Lucía: I work as a journalist at El País."), "Lucía", frozenset({"journalism"}))
     assert names(said("Liam: I surf every morning at six."), "Liam", frozenset({"surfing"}))
+
+
+def test_a_past_event_is_not_a_state_a_later_change_supersedes() -> None:
+    repaired = said("Marek: Lovely! I spent the weekend repairing my sailboat in Gdynia.")
+    assert names(repaired, "Marek", frozenset({"sailboat"})) is None
+    assert names(said("Marek: My sailboat is moored in Gdynia."), "Marek", frozenset({"sailboat"})) == "sailboat"
+    assert states(said("Ana: Yesterday I moved the couch into our flat."), "Ana", frozenset({"home"})) is None

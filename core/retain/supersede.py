@@ -169,6 +169,12 @@ _NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not
                       r"doesn'?t|can'?t|cannot|wouldn'?t)\s+(?:\w+\s+){0,2}?"
                       r"(?:move|moved|quit|sell|sold|leave|left|break|broke|postpone|postponed|switch|switched|"
                       r"change|changed|adopt|adopted|stop|stopped)\b", re.IGNORECASE)
+# An earlier message that reports a past event ("I spent the weekend repairing my sailboat") stays true when things
+# change later ("I sold the sailboat"): only a statement of how things are can be superseded.
+_PAST_EVENT = _words(r"yesterday", r"last (?:week|weekend|night|month|year|summer|spring|autumn|fall|winter|monday|"
+                     r"tuesday|wednesday|thursday|friday|saturday|sunday)", r"this (?:morning|afternoon)", r"ago",
+                     r"(?:the )?(?:other|past) (?:day|week|weekend)", r"spent the (?:weekend|day|morning|evening)",
+                     r"(?:i|we) (?:just )?(?:went|spent|repaired|fixed|visited|saw|met|watched|played|finished|tried)")
 _FIRST_PERSON = _words(r"i", r"i'?m", r"i'?ve", r"i'?d", r"i'?ll", r"my", r"me", r"we", r"we'?re", r"we'?ve", r"our",
                        r"us", r"mine")
 _OTHERS = _words(r"an? (?:\w+ )?(?:friend|buddy|mate|pal|colleague|neighbou?r) of (?:mine|ours)",
@@ -304,7 +310,7 @@ def names(memory: Memory, speaker: str, objects: frozenset[str]) -> str | None:
     if who is None or who.casefold() != speaker.casefold() or not objects:
         return None
     for clause in _clauses(body):
-        if clause.endswith("?") or _PAST_STORY.search(clause):
+        if clause.endswith("?") or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         for word in sorted(objects):
             at = _stem_at(word, clause)
@@ -320,7 +326,7 @@ def states(memory: Memory, speaker: str, attributes: frozenset[str]) -> str | No
     if who is None or who.casefold() != speaker.casefold() or not attributes:
         return None
     for clause in _clauses(body):
-        if clause.endswith("?") or _WISH.search(clause) or _PAST_STORY.search(clause):
+        if clause.endswith("?") or _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         for attr in ATTRIBUTES:
             if attr.name not in attributes or not attr.terms.search(clause):
