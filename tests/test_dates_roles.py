@@ -103,13 +103,14 @@ def test_a_note_retained_without_a_time_counts_from_its_date_line_not_from_the_r
 
 def test_a_given_timestamp_and_per_message_times_date_the_facts(tmp_path: Path) -> None:
     with Hindsight.open(tmp_path / "m", llm=lean_model(the_dentist), start_worker=False) as hs:
-        bank = hs.bank("b")
-        bank.retain("Alice went to the dentist last Tuesday.", timestamp=NOTE_DAY, document_id="text")
-        bank.retain([{"speaker": "Alice", "text": "I went to the dentist last Tuesday.", "id": "m1",
-                      "timestamp": "2024-11-05T18:30:00+00:00"}], document_id="chat")  # no retain timestamp
+        # Two banks: in one bank the second document's fact would say the same as the first's, and be linked to it
+        # rather than stored twice (retain/restated.py).
+        hs.bank("b").retain("Alice went to the dentist last Tuesday.", timestamp=NOTE_DAY, document_id="text")
+        hs.bank("c").retain([{"speaker": "Alice", "text": "I went to the dentist last Tuesday.", "id": "m1",
+                              "timestamp": "2024-11-05T18:30:00+00:00"}], document_id="chat")  # no retain timestamp
         drain(hs)
-        for document_id in ("text", "chat"):
-            fact = fact_of(hs, "b", document_id)
+        for bank_id, document_id in (("b", "text"), ("c", "chat")):
+            fact = fact_of(hs, bank_id, document_id)
             assert days(fact) == (LAST_TUESDAY, LAST_TUESDAY), document_id
             assert fact.mentioned_at is not None and fact.mentioned_at.date() == NOTE_DAY.date()
 

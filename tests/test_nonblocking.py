@@ -61,11 +61,15 @@ def units_of(hs: Hindsight, document_id: str) -> list[Memory]:
 
 
 def fact_texts(hs: Hindsight, document_id: str) -> list[str]:
-    return [m.text for m in units_of(hs, document_id) if m.cites is not None]
+    """The texts of the facts that cite the document's messages: its own, or a fact another document holds that its
+    facts restated (the same messages retained twice: linked, not stored twice, ``retain/restated.py``)."""
+    raw = {m.id for m in units_of(hs, document_id) if m.cites is None}
+    every = hs.store.get_units("b", list(hs.store.unit_ids("b")))
+    return [m.text for m in every if m.cites is not None and raw & set(m.cites)]
 
 
 def has_the_facts_once(hs: Hindsight, document_id: str) -> bool:
-    """Whether the document holds each of FACTS exactly once (stored facts may carry a resolved date added)."""
+    """Whether each of FACTS cites the document's messages exactly once (stored facts may carry a resolved date)."""
     return sorted(t[:25] for t in fact_texts(hs, document_id)) == sorted(t[:25] for t in FACTS.values())
 
 

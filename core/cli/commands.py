@@ -297,9 +297,13 @@ def _wait_for_facts(hs: Hindsight, bank: Bank, documents: list[dict[str, Any]]) 
     bank.wait_idle(None)
     facts = [m for d in documents for m in bank.memories(hs.store.units_of_document(bank.id, d["document_id"]))
              if m.cites is not None]
+    jobs = {j.id: j for j in bank.jobs()}
     for d in documents:
         d["facts"] = sum(1 for m in facts if m.document_id == d["document_id"])
-    failed = [j for j in bank.jobs() if j.status == "failed" and j.id in {d["job_id"] for d in documents}]
+        # Facts the bank already held from another document gained this one's citations instead (restated).
+        result = jobs[d["job_id"]].result if d.get("job_id") in jobs else None
+        d["restated"] = int((result or {}).get("restated", 0) or 0)
+    failed = [j for j in jobs.values() if j.status == "failed" and j.id in {d["job_id"] for d in documents}]
     for job in failed:
         print(f"  facts of {job.payload.get('document_id')!r} failed (the messages are kept): {job.error}",
               file=sys.stderr)
