@@ -82,3 +82,21 @@ def test_a_past_event_is_not_a_state_a_later_change_supersedes() -> None:
     assert names(repaired, "Marek", frozenset({"sailboat"})) is None
     assert names(said("Marek: My sailboat is moored in Gdynia."), "Marek", frozenset({"sailboat"})) == "sailboat"
     assert states(said("Ana: Yesterday I moved the couch into our flat."), "Ana", frozenset({"home"})) is None
+
+
+def test_reflect_is_told_which_memories_are_superseded() -> None:
+    from datetime import UTC, datetime
+
+    from hindsight_core.reflect.pipeline import user_message
+
+    now = datetime(2024, 6, 1, tzinfo=UTC)
+    porto = Memory(id="new", bank_id="b", text="Ana: We moved to Porto last month.",
+                   mentioned_at=datetime(2024, 2, 5, tzinfo=UTC))
+    lisbon = Memory(id="old", bank_id="b", text="Ana: I live in Lisbon.", mentioned_at=datetime(2023, 1, 5, tzinfo=UTC),
+                    metadata={"superseded_by": "new", "valid_until": "2024-02-05T00:00:00+00:00"})
+    text = user_message("Where does Ana live?", [porto, lisbon], now)
+    line = next(x for x in text.splitlines() if "Lisbon" in x)
+    assert "superseded on 2024-02-05 by [1]" in line and "no longer current" in line
+    assert "superseded" not in next(x for x in text.splitlines() if "Porto" in x)
+    # As of a time before the change, the old memory was current: nothing to say.
+    assert "superseded" not in user_message("Where does Ana live?", [lisbon], datetime(2023, 6, 1, tzinfo=UTC))
