@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from scripted_llm import ScriptedLLM
 
 from hindsight_core import Hindsight
 from hindsight_core.llm import LocalLLM
@@ -52,6 +53,18 @@ def test_forgetting_a_document_the_model_read_leaves_no_text_of_it(tmp_path: Pat
         ana = hs.store.find_entity("ana", "Ana")
         assert ana is not None
         summary = hs.engine.observations.regenerate("ana", ana.id)
+        if summary is None:
+            # The 1.5B model's summary can have no sentence the messages support (then nothing is written); the
+            # observation to forget is then written from the same material with a summary that quotes the secret.
+            observations = hs.engine.observations
+            real = observations._llm
+            observations._llm = lambda: ScriptedLLM([{"summary": (
+                "Ana sees a therapist, Dr. Okafor, every Tuesday in Alvalade. Ana runs along the river in Lisbon "
+                "every Sunday morning.")}])
+            try:
+                summary = observations.regenerate("ana", ana.id)
+            finally:
+                observations._llm = real
         assert summary is not None and summary.network == Network.OBSERVATION
         opinion = bank.add_opinion("Ana is looking after her mental health.", 0.7, based_on=[facts[0].id])
 
