@@ -224,7 +224,8 @@ def test_recall_lists_memories_as_packed_and_says_why_one_is_out_of_score_order(
         if row["why"] and (covered := items[memory["id"]]["covered_by"]):
             assert row["why"].startswith(f"its evidence was already shown by #{position[covered]},")
             cites, theirs = items[memory["id"]]["cites"] or [], items[covered]["cites"] or []
-            assert covered in cites or set(cites) & set(theirs), (memory, items[covered])  # the same message
+            # the same message: one cites the other, or both cite the same one
+            assert covered in cites or memory["id"] in theirs or set(cites) & set(theirs), (memory, items[covered])
     assert "out of score order" in plain.stdout.splitlines()[-1]
 
 
