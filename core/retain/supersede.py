@@ -225,6 +225,12 @@ _NOT_NAMES = frozenset({
     "everything", "something", "nothing", "work", "job", "home", "today", "yesterday", "week", "month", "year",
     "completely", "entirely", "totally", "again", "there", "here", "up", "out", "off", "in", "on", "to", "for",
     "time", "thing", "things", "way", "lot", "bit", "one", "day", "night", "morning", "evening", "weekend",
+    # what follows "left", "stopped" or "no more" when no thing is named: "left early", "stopped by", "no more than"
+    "early", "late", "soon", "yet", "already", "behind", "alone", "together", "without", "after", "before", "because",
+    "since", "while", "when", "what", "which", "who", "about", "around", "over", "than", "into", "onto", "by", "at",
+    "as", "if", "too", "very", "much", "many", "more", "less", "some", "any", "other", "others", "another", "each",
+    "every", "both", "either", "neither", "such", "like", "same", "him", "people", "someone", "anyone", "everyone",
+    "talking", "working", "trying", "doing", "going", "being", "having", "feeling", "worrying", "complaining",
 })
 
 
@@ -232,10 +238,10 @@ def _named(clause: str) -> set[str]:
     """The lower-cased words a change clause names as changed (see ``_VERB_OBJECT``, ``_SUBJECT_VERB``)."""
     out: set[str] = set()
     for m in _VERB_OBJECT.finditer(clause):
-        out.update(w for w in m.group(1).casefold().split() if w not in _NOT_NAMES and len(w) >= 3)
+        out.update(w for w in m.group(1).casefold().split() if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w)
     for m in _SUBJECT_VERB.finditer(clause):
         w = m.group(1).casefold()
-        if w not in _NOT_NAMES and len(w) >= 3:
+        if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w:
             out.add(w)
     return out
 
