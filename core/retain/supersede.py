@@ -88,9 +88,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("pet",
               _words(r"cats?", r"dogs?", r"pupp(?:y|ies)", r"kittens?", r"pets?", r"hamsters?", r"rabbits?",
                      r"parrots?", r"(?:gold)?fish", r"turtles?", r"aquarium", r"chooks?", r"chickens?", r"hens?"),
-              _words(r"died", r"passed away", r"put down", r"adopted", r"rehomed", r"gave (?:him|her|them) away",
-                     r"lost (?:him|her|our|my)", r"new (?:puppy|kitten|dog|cat|pet)",
-                     r"got a (?:\w+ )?(?:dog|cat|puppy|kitten)", r"gave (?:the|our|my) \w+ to")),
+              # A loss, never an addition: a new puppy does not replace the cat ("we adopted another puppy").
+              _words(r"died", r"passed away", r"put down", r"rehomed", r"gave (?:him|her|them) away",
+                     r"lost (?:him|her|our|my)", r"gave (?:the|our|my) \w+ to")),
     Attribute("vehicle",
               _words(r"car", r"bike", r"motorcycle", r"motorbike", r"scooter", r"truck", r"van", r"drive", r"driving",
                      r"drives"),
@@ -162,7 +162,8 @@ _HEDGE = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"thinking (?:a
                 r"someday", r"one day", r"going to", r"gonna", r"will", r"might", r"dream", r"imagine")
 _WISH = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"could", r"should", r"wish", r"hope to", r"hoping to",
                r"thinking (?:about|of)", r"considering", r"someday", r"one day", r"dream", r"imagine")
-_SAME = re.compile(r"\b(?:still|also|as well|again|part[- ]time|on the side)\b|[, ]too[.!]?$", re.IGNORECASE)
+_SAME = re.compile(r"\b(?:still|also|as well|again|another|part[- ]time|on the side)\b|[, ]too[.!]?$",
+                   re.IGNORECASE)
 _PAST_STORY = _words(r"when i was", r"as a kid", r"as a child", r"growing up", r"years ago", r"used to",
                      r"back (?:then|in)", r"in high school", r"in college")
 _NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not|won'?t|will not|don'?t|"
