@@ -5,6 +5,12 @@ The graph store is the truth, so it goes first: one transaction deletes the unit
 vector index that fails, leaves marks that the next sync (same process, worker, or the next open) finishes;
 until then no lookup trusts a vector whose unit is gone. The other order could let a crash re-index a
 memory the caller asked to forget.
+
+What rests on the deleted memories is read before the delete's transaction, so a fact, observation, correction or
+opinion another process commits on them in between would outlive them: after the delete, forgetting looks again and
+deletes what rests on what it deleted until nothing does (a correction checks the other way round after its own
+commit, ``retain.correct``). A forget that failed half way is finished by calling it again: what is gone from the
+graph is not found again, and the vectors it left marked are deleted by the sync that every forget ends with.
 """
 
 from __future__ import annotations
@@ -119,30 +125,54 @@ class ForgetPipeline:
         """``forget`` with what was deleted, per kind (``memories`` asked for, then ``fact``, ``observation``,
         ``opinion``, ``correction`` resting on them)."""
         store = self.store
-        if document_id is not None:
-            asked = store.units_of_document(bank_id, document_id)
-            found = dependents(store.units_with_references(bank_id), asked)
-            # The document, its units and what rests on them go in one transaction with the rebuild job: a crash never
-            # leaves a summary of what was forgotten, nor a forgotten document without its observation job.
-            gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner, also=list(found.kinds),
-                                         jobs=self._jobs(bank_id, found))
-            self.vectors.finish_delete(bank_id, gone)
+        try:
+            if document_id is not None:
+                asked = store.units_of_document(bank_id, document_id)
+                found = dependents(store.units_with_references(bank_id), asked)
+                # The document, its units and what rests on them go in one transaction with the rebuild job: a crash
+                # never leaves a summary of what was forgotten, nor a forgotten document without its observation job.
+                gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner, also=list(found.kinds),
+                                             jobs=self._jobs(bank_id, found))
+                self.vectors.finish_delete(bank_id, gone)
+                later = self._late_dependents(bank_id, gone, found)
+                return Forgotten([*gone, *later], {"memories": len(set(gone) - set(found.kinds)), **found.counts()})
+            if memory_id is not None:
+                ids = [memory_id]
+            else:
+                hit = store.find_entity(bank_id, entity or "")
+                ids = store.units_of_entity(bank_id, hit.id) if hit else []
+            present = store.units_exist(bank_id, ids) if ids else set()
+            ids = [i for i in dict.fromkeys(ids) if i in present]
+            if not ids:
+                return Forgotten([], {"memories": 0})
+            found = dependents(store.units_with_references(bank_id), ids)
+            everything = list(dict.fromkeys([*ids, *found.kinds]))
+            if not self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found)):
+                return Forgotten([], {"memories": 0})  # another process forgot them first (its trail says what)
+            later = self._late_dependents(bank_id, everything, found)
+            return Forgotten([*everything, *later], {"memories": len(ids), **found.counts()})
+        finally:
+            # Also when nothing was found: a forget that failed after its transaction left marked vectors, and
+            # calling it again is what finishes it.
             self._reembed_neighbours()
-            return Forgotten(gone, {"memories": len(set(gone) - set(found.kinds)), **found.counts()})
-        if memory_id is not None:
-            ids = [memory_id]
-        else:
-            hit = store.find_entity(bank_id, entity or "")
-            ids = store.units_of_entity(bank_id, hit.id) if hit else []
-        present = store.units_exist(bank_id, ids) if ids else set()
-        ids = [i for i in dict.fromkeys(ids) if i in present]
-        if not ids:
-            return Forgotten([], {"memories": 0})
-        found = dependents(store.units_with_references(bank_id), ids)
-        everything = list(dict.fromkeys([*ids, *found.kinds]))
-        self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found))
-        self._reembed_neighbours()
-        return Forgotten(everything, {"memories": len(ids), **found.counts()})
+
+    def _late_dependents(self, bank_id: str, gone: Sequence[str], found: Dependents) -> list[str]:
+        """Delete what another process made rest on ``gone`` while they were being deleted (a correction, a fact, an
+        opinion committed after the dependents were read); counted into ``found``; returns their ids."""
+        late: list[str] = []
+        deleted = set(gone)
+        for _ in range(10):  # each round is another process's commit; more is not a race but a stream of writes
+            refs = [(uid, meta) for uid, meta in self.store.units_with_references(bank_id) if uid not in deleted]
+            more = dependents(refs, list(deleted))
+            if not more.kinds:
+                break
+            ids = list(more.kinds)
+            self.delete_units(bank_id, ids, jobs=self._jobs(bank_id, more))
+            deleted.update(ids)
+            late += ids
+            found.kinds.update(more.kinds)
+            found.rebuild += [e for e in more.rebuild if e not in found.rebuild]
+        return late
 
     def _reembed_neighbours(self) -> None:
         """Embed again the memories whose vectors held a deleted text as context (marked by the delete); a failure
