@@ -8,13 +8,16 @@ graph starts from the ``limit`` most mentioned entities and grows one node's nei
 
 from __future__ import annotations
 
+import bisect
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError, shown
 from ..models import (
+    AuditEntry,
     Document,
     DocumentStatus,
     Entity,
@@ -44,6 +47,15 @@ MAX_LINKS = 50
 EDGES_PER_NODE = 4
 """Edges drawn per node of the graph, the strongest (in a large bank nearly every pair of frequent entities is
 mentioned together somewhere: 1,700 edges among 60 nodes draw a hairball and take the layout seconds)."""
+
+
+MAX_TIMELINE = 50_000
+"""Most memories one timeline answer holds (10,000 by default): the newest stored, with ``truncated`` set beyond."""
+TIMELINE_BATCH = 2_000
+TIMELINE_TEXT = 160
+"""Characters of a memory's text that the timeline carries (its tooltip); the memory page has the rest."""
+AUDIT_SCAN = 20_000
+"""Most audit entries the timeline reads to find a bank's forgets (and the retains that stored what they removed)."""
 
 
 class NotFoundError(LookupError):
@@ -78,6 +90,26 @@ def brief_json(m: Memory) -> dict[str, Any]:
     return {"id": m.id, "text": m.text, "network": m.network.value,
             "occurred_start": _iso(m.occurred_start), "mentioned_at": _iso(m.mentioned_at),
             "document_id": m.document_id, "superseded_by": m.superseded_by, "valid_until": _iso(m.valid_until)}
+
+
+def _ms(value: datetime | None) -> int | None:
+    """Milliseconds since the epoch (what the page's time axis counts), or None."""
+    return round(value.timestamp() * 1000) if value is not None else None
+
+
+def timeline_json(m: Memory) -> dict[str, Any]:
+    """What the timeline draws of a memory: its network, when it happened (``start``, ``end``), when it was said
+    (``said``) and stored (``stored``), in ms since the epoch; whether and until when it was superseded; an opinion's
+    confidence; the start of its text."""
+    text = m.text if len(m.text) <= TIMELINE_TEXT else m.text[: TIMELINE_TEXT - 1] + "…"
+    return {"id": m.id, "network": m.network.value, "start": _ms(m.occurred_start), "end": _ms(m.occurred_end),
+            "said": _ms(m.mentioned_at), "stored": _ms(m.created_at), "superseded_by": m.superseded_by,
+            "valid_until": _ms(m.valid_until), "confidence": m.confidence, "text": text}
+
+
+def audit_json(e: AuditEntry) -> dict[str, Any]:
+    """Every field of an audit entry but its bank id."""
+    return e.model_dump(mode="json", exclude={"bank_id"})
 
 
 def entity_json(e: Entity) -> dict[str, Any]:
@@ -264,6 +296,124 @@ class Explorer:
             "correction": {"by": correction.get("by"), "at": correction.get("at")} if correction else None,
             "supersedes": [brief_json(found[i]) for i in older if i in found],
         }
+
+    # the timeline ------------------------------------------------------------------------------------------
+    def timeline(self, bank_id: str, *, network: Network | None = None, entity: str | None = None,
+                 query: str | None = None, limit: int = 10_000) -> dict[str, Any]:
+        """The memories to draw on the time axis (``timeline_json``), newest stored first, at most ``limit``: of
+        one network, mentioning one entity (a name, alias or id) and/or whose text contains ``query`` (case
+        ignored); and the bank's forgets as gaps (``_forgotten``). ``total`` counts the memories that match (None
+        when a text filter stopped at ``limit`` before reading the whole bank)."""
+        if not 1 <= limit <= MAX_TIMELINE:
+            raise InvalidInputError(f"limit must be between 1 and {MAX_TIMELINE:,}, not {limit}")
+        self.bank(bank_id)
+        entity_id: str | None = None
+        if entity:
+            found = self.store.find_entity(bank_id, entity) or next(iter(self.store.get_entities(bank_id, [entity])),
+                                                                     None)
+            if found is None:
+                raise NotFoundError(f"no entity {shown(entity)} in bank {bank_id!r}")
+            entity_id = found.id
+        needle = " ".join(query.split()).casefold() if query and query.strip() else None
+        count = self.store.count_units(bank_id, network=network, entity_id=entity_id)
+        kept: list[Memory] = []
+        offset, matched, complete = 0, 0, True
+        while offset < count:
+            ids = self.store.page_units(bank_id, network=network, entity_id=entity_id, limit=TIMELINE_BATCH,
+                                        offset=offset)
+            if not ids:
+                break
+            offset += len(ids)
+            for m in self.store.get_units(bank_id, ids):
+                if needle is not None and needle not in " ".join(m.text.split()).casefold():
+                    continue
+                matched += 1
+                if len(kept) < limit:
+                    kept.append(m)
+            if needle is not None and len(kept) >= limit and offset < count:
+                complete = False  # a text filter that filled the answer stops reading
+                break
+        total = (count if needle is None else matched) if complete else None
+        return {"items": [timeline_json(m) for m in kept], "total": total, "limit": limit,
+                "truncated": total is None or total > len(kept), "entity_id": entity_id,
+                "forgotten": self._forgotten(bank_id, kept)}
+
+    def _forgotten(self, bank_id: str, shown_units: Sequence[Memory]) -> list[dict[str, Any]]:
+        """The bank's forgets (from the audit trail, at most ``AUDIT_SCAN`` entries read), each placed on the time
+        axis (``place``, and ``place_end`` for a span), although the forgotten memories' own times went with them:
+        a forgotten memory whose document is still stored, at the time of that document's messages that no memory
+        cites any more (``placed_by`` ``"its message"``); a forget whose memory or document a retain entry names,
+        between the said times of the memories shown that were stored just before and just after that retain
+        (``"stored between"``); any other at the time of the forget itself (``"forgotten at"``)."""
+        retained: dict[str, AuditEntry] = {}
+        forgets: list[AuditEntry] = []
+        offset = 0
+        while offset < AUDIT_SCAN:
+            page = self.store.audit_entries(bank_id, limit=2_000, offset=offset, oldest_first=True)
+            if not page:
+                break
+            offset += len(page)
+            for e in page:
+                if e.operation == "retain":
+                    for key in [*e.memory_ids, *([f"document:{e.document_id}"] if e.document_id else [])]:
+                        retained.setdefault(key, e)
+                elif e.operation == "forget":
+                    forgets.append(e)
+        dated = sorted(((m.created_at, m.mentioned_at or m.occurred_start) for m in shown_units
+                        if m.mentioned_at or m.occurred_start), key=lambda d: d[0])
+        stored = [d[0] for d in dated]
+        out = []
+        for e in forgets:
+            keys = [*e.memory_ids, *([f"document:{e.document_id}"] if e.document_id else [])]
+            by = next((retained[k] for k in keys if k in retained), None)
+            span: list[datetime] = []
+            placed_by = "forgotten at"
+            if e.memory_ids and by is not None and by.document_id:
+                span = self._uncited_times(bank_id, by.document_id)
+                placed_by = "its message"
+            if not span and by is not None and dated:
+                i = bisect.bisect_right(stored, by.at)
+                span = [d for d in (dated[i - 1][1] if i > 0 else None, dated[i][1] if i < len(dated) else None) if d]
+                placed_by = "stored between"
+            if not span:
+                span, placed_by = [e.at], "forgotten at"
+            first, last = min(span), max(span)
+            out.append({**audit_json(e), "place": _ms(first), "place_end": _ms(last) if last != first else None,
+                        "placed_by": placed_by})
+        return out
+
+    def _uncited_times(self, bank_id: str, document_id: str) -> list[datetime]:
+        """The times of a stored document's messages that no memory of the bank cites any more (what a forget took
+        out of it); empty when the document is gone or every message is still cited."""
+        doc = self.store.get_document(bank_id, document_id)
+        if doc is None:
+            return []
+        cited = {s for m in self.store.get_units(bank_id, self.store.units_of_document(bank_id, document_id))
+                 for s in m.sources}
+        return [datetime.fromisoformat(msg["timestamp"].replace("Z", "+00:00")) for msg in _messages(doc) or []
+                if msg["id"] is not None and msg["id"] not in cited and msg["timestamp"]]
+
+    # the audit trail -----------------------------------------------------------------------------------------
+    def audit(self, bank_id: str, *, entry_id: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:
+        """One page of the bank's audit trail, newest first; with ``entry_id``, that entry too (``entry``: found
+        among the newest ``AUDIT_SCAN``, else ``NotFoundError``)."""
+        limit, offset = page_args(limit, offset)
+        self.bank(bank_id)
+        rows = self.store.audit_entries(bank_id, limit=limit, offset=offset)
+        out = _page([audit_json(e) for e in rows], limit, offset, total=self.store.count_audit(bank_id))
+        if entry_id is not None:
+            found: AuditEntry | None = None
+            at = 0
+            while found is None and at < AUDIT_SCAN:
+                page = self.store.audit_entries(bank_id, limit=2_000, offset=at)
+                if not page:
+                    break
+                found = next((e for e in page if e.id == entry_id), None)
+                at += len(page)
+            if found is None:
+                raise NotFoundError(f"no audit entry {shown(entry_id)} in bank {bank_id!r}")
+            out["entry"] = audit_json(found)
+        return out
 
     # entities and the graph ----------------------------------------------------------------------------------
     def entities(self, bank_id: str, *, query: str | None = None, limit: int = 50, offset: int = 0) -> dict[str, Any]:

@@ -205,6 +205,18 @@ def memory(ex: Explorer, request: Request) -> Any:
     return ex.memory(_bank(request), _str(request, "id", required=True) or "")
 
 
+def timeline(ex: Explorer, request: Request) -> Any:
+    """The memories on a time axis and the forgets as gaps: ``network``, ``entity`` (name or id), ``q`` (text),
+    ``limit`` (10,000 by default)."""
+    return ex.timeline(_bank(request), network=_enum(Network, _str(request, "network"), "network"),
+                       entity=_str(request, "entity"), query=_str(request, "q"), limit=_int(request, "limit", 10_000))
+
+
+def audit(ex: Explorer, request: Request) -> Any:
+    """A page of the bank's audit trail, newest first (``id``: that entry too)."""
+    return ex.audit(_bank(request), entry_id=_str(request, "id"), **_page(request))
+
+
 def entities(ex: Explorer, request: Request) -> Any:
     """A page of entities, most mentioned first (``q`` filters by name)."""
     return ex.entities(_bank(request), query=_str(request, "q"), **_page(request))
@@ -341,7 +353,8 @@ async def correct(request: Request) -> JSONResponse:
 def api_routes() -> list[Route]:
     """Every API route, under ``/api``."""
     reads = {"banks": banks, "bank": bank, "counts": counts, "stats": stats, "memories": memories, "memory": memory,
-             "entities": entities, "entity": entity, "graph": graph, "graph/expand": expand,
+             "timeline": timeline, "audit": audit, "entities": entities, "entity": entity, "graph": graph,
+             "graph/expand": expand,
              "opinions": opinions, "opinion": opinion, "documents": documents, "document": document, "jobs": jobs}
     return [
         Route("/api/health", health, methods=["GET"]),

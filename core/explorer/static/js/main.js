@@ -7,6 +7,8 @@ import { errorBox, fmtDate, fmtNum, h, parseRoute, route } from './dom.js';
 const VIEWS = {
   overview: './views/overview.js',
   memories: './views/memories.js',
+  timeline: './views/timeline.js',
+  audit: './views/audit.js',
   memory: './views/memory.js',
   graph: './views/graph.js',
   entity: './views/entity.js',
@@ -17,8 +19,8 @@ const VIEWS = {
   recall: './views/recall.js',
 };
 const TABS = [
-  ['overview', 'Overview'], ['memories', 'Memories'], ['graph', 'Entities'], ['opinions', 'Opinions'],
-  ['documents', 'Documents'], ['jobs', 'Jobs'], ['recall', 'Recall'],
+  ['overview', 'Overview'], ['memories', 'Memories'], ['timeline', 'Timeline'], ['graph', 'Entities'], ['opinions', 'Opinions'],
+  ['documents', 'Documents'], ['jobs', 'Jobs'], ['recall', 'Recall'], ['audit', 'Audit'],
 ];
 const TAB_OF = { memory: 'memories', entity: 'graph', document: 'documents' };
 
