@@ -11,6 +11,7 @@ Usage::
     hindsight-bench dates --split test
     hindsight-bench cara --out results/ [--llm-url URL --llm-model NAME]
     hindsight-bench observations [--sessions 1 --entities 3 | --labelled-only]
+    hindsight-bench timeline [--workdir DIR] [--units 10000] [--repeats 5] [--out results/]
     hindsight-bench updates --split dev [--default] [--out results/]
 
 ``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
@@ -44,6 +45,8 @@ from .commands import (
     cmd_reembed,
     cmd_scale,
 )
+from .timeline import add_arguments as timeline_arguments
+from .timeline import cmd_timeline
 from .updates import cmd_updates
 
 EXIT_ERROR = 2
@@ -194,6 +197,13 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="results", help="results folder for reembed.json and reembed.md "
                                                     "(default ./results)")
     p.set_defaults(func=cmd_reembed)
+
+    p = sub.add_parser("timeline", parents=[common], help="the explorer's timeline at 10,000 memories in chromium",
+                       description="Builds a bank of synthetic memories once (with corrections, opinions and "
+                                   "forgets), serves the explorer and times the timeline view in headless chromium: "
+                                   "from navigation start until drawn, median of --repeats loads (target < 2 s).")
+    timeline_arguments(p)
+    p.set_defaults(func=cmd_timeline)
 
 
 def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
