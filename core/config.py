@@ -122,6 +122,15 @@ class RecallSettings(BaseModel):
                                      "rank and follows them"
     )
 
+    # Questions are not answers (issue 40): a raw message that only asks or only acknowledges ("Got it", "Nice!") is
+    # packed below the next memory that says something ("demote"), or brings in the message that answers it (the
+    # reply after a question, the message before an acknowledgement) at its place and follows it ("pair").
+    # core/recall/questions.py; chosen on the dev sets (docs/BENCHMARKS.md, "Questions are not answers").
+    question_rule: Literal["off", "demote", "pair"] = Field(
+        "off", description="off: fused order; demote: a pure question or acknowledgement follows the next memory that "
+                           "says something; pair: it brings its reply (or what it acknowledges) in ahead of it"
+    )
+
     def weights_for(self, embedder_name: str) -> dict[str, float]:
         """The fusion weights for a bank built with ``embedder_name``: ``channel_weights``, with the semantic
         channel's taken from ``SEMANTIC_WEIGHTS`` unless ``channel_weights`` names it."""

@@ -13,6 +13,7 @@ Usage::
     hindsight-bench observations [--sessions 1 --entities 3 | --labelled-only]
     hindsight-bench timeline [--workdir DIR] [--units 10000] [--repeats 5] [--out results/]
     hindsight-bench updates --split dev [--default] [--out results/]
+    hindsight-bench questions --split dev [--rules off,demote,pair] [--out results/]
 
 ``hindsight bench ...`` (the engine's command line) finds this module through the ``hindsight.cli`` entry point
 group and calls ``main`` with the rest of its command line. ``--json`` prints one JSON document on stdout and
@@ -45,6 +46,7 @@ from .commands import (
     cmd_reembed,
     cmd_scale,
 )
+from .questions import cmd_questions
 from .timeline import add_arguments as timeline_arguments
 from .timeline import cmd_timeline
 from .updates import cmd_updates
@@ -327,6 +329,23 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--workdir", help="keep the banks here (default: a temporary directory)")
     p.add_argument("--out", help="also write updates.json and updates.md in this folder")
     p.set_defaults(func=cmd_updates)
+
+    p = sub.add_parser("questions", parents=[common], help="questions are not answers: top results that only ask",
+                       description="Retains LoCoMo's dev or test half (and, for dev, realtalk_dev.json) raw and "
+                                   "prints, for each question rule in the same process, the share of questions "
+                                   "whose top result only asks or acknowledges, and R@5, R@10, R@1000tok.")
+    p.add_argument("--split", choices=("dev", "test"), default="dev",
+                   help="LoCoMo half (default dev; realtalk_dev.json joins dev only; test is the headline)")
+    p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
+    p.add_argument("--realtalk", help="realtalk_dev.json (default: beside locomo10.json)")
+    p.add_argument("--no-realtalk", action="store_true", help="LoCoMo only")
+    p.add_argument("--rules", type=name_list, help="question rules to compare (default off,demote,pair; off first)")
+    p.add_argument("--conversations", type=positive_int, help="only the first N conversations of each set")
+    p.add_argument("--questions", type=positive_int, help="only the first N questions of each conversation")
+    p.add_argument("--workdir", help="keep the banks here (default: a temporary directory)")
+    p.add_argument("--out", help="also write questions.json and questions.md in this folder")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.set_defaults(func=cmd_questions)
 
     p = sub.add_parser("dates", parents=[common], help="dates of plans and reports: accuracy by kind",
                        description="Resolves every labelled sentence (plans, reports, holidays, dates with and "

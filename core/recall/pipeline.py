@@ -23,6 +23,7 @@ from . import channels as ch
 from .current import CurrentNotes, as_believed, asks_about_past, current_first, past_first
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
+from .questions import QuestionNotes, questions_last, questions_paired
 from .registry import CHANNELS, REGISTRY, ChannelQuery, Hits, needed, trusted
 from .rerank import Reranker
 
@@ -188,6 +189,11 @@ class RecallPipeline:
         else:  # a question about the past: what was true before comes before what replaced it
             memories = past_first(memories, lambda ids: self.store.superseded_by_ids(bank_id, ids), load,
                                   notes.current)
+        if s.question_rule == "demote":
+            memories = questions_last(memories, notes.questions)
+        elif s.question_rule == "pair":
+            memories = questions_paired(memories, lambda ids: self.store.adjacent_units(bank_id, ids), load,
+                                        notes.questions)
         memories = self._with_context(bank_id, memories, nets, window, notes.context_of, notes.as_of)
         if s.distinct_evidence:
             memories = distinct_evidence_first(memories, notes.covered_by)
@@ -327,6 +333,7 @@ class _Notes:
     as_of: datetime | None = None
     current_first: bool = True
     current: CurrentNotes = field(default_factory=CurrentNotes)
+    questions: QuestionNotes = field(default_factory=QuestionNotes)
 
 
 def _trace(
@@ -338,8 +345,8 @@ def _trace(
     selected = {m.id: tokens for m, tokens in chosen}
     superseded = {m.id: m.superseded_by for m, _ in chosen if m.superseded_by is not None}
     scores = dict(fused)
-    unranked = list(dict.fromkeys(i for i in chain(notes.found_by, notes.context_of, notes.current.brought_by)
-                                  if i not in scores))
+    unranked = list(dict.fromkeys(i for i in chain(notes.found_by, notes.context_of, notes.current.brought_by,
+                                                   notes.questions.paired) if i not in scores))
     return RecallTrace(
         query=query,
         reference_time=ref,
@@ -348,9 +355,12 @@ def _trace(
         items=[
             TraceItem(
                 memory_id=i, fused_score=score, fused_rank=rank, channels=hits.get(i, {}),
-                tokens=selected.get(i, 0), selected=i in selected, context_of=notes.context_of.get(i),
+                tokens=selected.get(i, 0), selected=i in selected,
+                context_of=notes.context_of.get(i) or notes.questions.paired.get(i),
                 cites=notes.cites.get(i), covered_by=notes.covered_by.get(i), found_by=notes.found_by.get(i),
-                superseded_by=superseded.get(i), demoted=i in notes.current.demoted,
+                superseded_by=superseded.get(i),
+                demoted=i in notes.current.demoted or i in notes.questions.demoted,
+                demoted_as=notes.questions.demoted.get(i) or ("superseded" if i in notes.current.demoted else None),
                 brought_by=notes.current.brought_by.get(i),
             )
             for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
