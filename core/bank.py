@@ -25,8 +25,8 @@ from .models import (
     RetainResult,
     utcnow,
 )
+from .opinions.formed import FormedOpinion
 from .reflect.observation_job import observation_document_id
-from .reflect.opinions import FormedOpinion
 from .reflect.profile_merge import amerge_background, merge_background
 from .retain.options import RetainOptions
 from .stores import audit

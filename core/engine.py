@@ -20,11 +20,11 @@ from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
 from .llm.base import LLM
 from .models import Job
+from .opinions.reinforce import OpinionReinforcer, ReinforceStore
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
 from .reflect.observation_job import ObservationWriter, rebuild_job
 from .reflect.pipeline import ReflectPipeline
-from .reflect.reinforce import OpinionReinforcer, ReinforceStore
 from .retain.correct import Corrector
 from .retain.fact_job import FactJob
 from .retain.forget import ForgetPipeline

@@ -103,7 +103,7 @@ LAYERS: list[set[str]] = [
     {"text", "temporal", "assets"},
     {"llm", "embedders", "extract", "stores"},
     {"vectors"},
-    {"retain", "recall", "reflect"},
+    {"retain", "recall", "reflect", "opinions"},
     {"runtime"},
     {"engine", "portability"},
     {"hindsight", "bank"},
@@ -149,6 +149,83 @@ def test_every_folder_says_what_lives_there() -> None:
     for init in (ROOT / "core").rglob("__init__.py"):
         doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
         assert doc and len(doc) > 40, init
+
+
+# opinions: one home for the rule, stores that compute nothing ------------------------------------------------
+_QUERY_ARITHMETIC = re.compile(
+    r"confidence\s*[-+*/]|[-+*/]\s*[$:?]?\w*confidence|\b(?:coalesce|ifnull|min|max|round)\s*\([^)]*confidence",
+    re.IGNORECASE,
+)
+_MATH_CALLS = {"min", "max", "round", "abs", "sum"}
+
+
+def _confidence_arithmetic(source: str) -> list[str]:
+    """What in a module computes a confidence: a query string doing arithmetic on a confidence property, and in a
+    function that touches a confidence, a float literal (a default, a bound), ``min``/``max``/``round``, or
+    ``+ - * /`` on a confidence, on a value read as ``float(...)`` or on a name assigned from either."""
+    found: list[str] = []
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _QUERY_ARITHMETIC.search(node.value):
+            found.append(f"line {node.lineno}: query arithmetic on a confidence")
+    for fn in ast.walk(tree):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        if "confidence" not in (ast.get_source_segment(source, fn) or ""):
+            continue
+        tainted = {"confidence"}
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Assign) and re.search(r"confidence|float\(", ast.unparse(node.value)):
+                tainted |= {n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        for node in ast.walk(fn):
+            what = None
+            if isinstance(node, ast.Constant) and isinstance(node.value, float):
+                what = f"the number {node.value!r}"
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _MATH_CALLS:
+                what = f"{node.func.id}()"
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Sub | ast.Mult | ast.Div):
+                text = ast.unparse(node)
+                if {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & tainted or re.search(
+                        r"confidence|float\(", text):
+                    what = f"arithmetic {text}"
+            if what:
+                found.append(f"line {node.lineno} in {fn.name}: {what}")
+    return found
+
+
+def test_stores_hold_no_confidence_arithmetic() -> None:
+    """The stores write the confidence ``hindsight_core.opinions.confidence`` computed; they compute none."""
+    found = {str(path.relative_to(ROOT)): hits for path in sorted((ROOT / "core" / "stores").rglob("*.py"))
+             if (hits := _confidence_arithmetic(path.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("source", [
+    # what both stores held before the rule had one home
+    "def apply(con, update):\n    row = con.execute('SELECT confidence FROM units').fetchone()\n"
+    "    old = float(row[0]) if row[0] is not None else 0.5\n"
+    "    new = min(1.0, max(0.0, old + float(update.delta)))\n    return old, new\n",
+    "def apply(tx, d):\n    tx.run('MATCH (u) SET u.confidence = u.confidence + $d', d=d)\n",
+    "def apply(con, d):\n    con.execute('UPDATE units SET confidence = MIN(1, confidence + ?)', (d,))\n",
+    "def apply(unit, step):\n    unit.confidence = unit.confidence - step\n",
+])
+def test_the_check_finds_confidence_arithmetic(source: str) -> None:
+    assert _confidence_arithmetic(source)
+
+
+def test_one_ceiling_and_one_default_in_one_file() -> None:
+    """``CEILING`` and ``DEFAULT_CONFIDENCE`` are defined once, in ``opinions/confidence.py``, and the opinion
+    modules that used to carry their own (the old reflect modules) are gone."""
+    defined = sorted(
+        str(path.relative_to(ROOT)) for path in (ROOT / "core").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(target, ast.Name) and target.id in {"CEILING", "DEFAULT_CONFIDENCE"}
+    )
+    assert defined == ["core/opinions/confidence.py", "core/opinions/confidence.py"]
+    for old in ("opinions", "grounded_confidence", "disposition", "reinforce", "opinion_candidates"):
+        assert not (ROOT / "core" / "reflect" / f"{old}.py").exists(), old
 
 
 def test_the_check_finds_a_cycle() -> None:

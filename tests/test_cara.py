@@ -16,8 +16,7 @@ from scripted_llm import ScriptedLLM, assessment
 from hindsight_core import Disposition, Hindsight
 from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.models import JobStatus, Network, utcnow
-from hindsight_core.reflect.disposition import opinion_step
-from hindsight_core.reflect.grounded_confidence import grounded_confidence
+from hindsight_core.opinions.confidence import grounded_confidence, opinion_step, update_confidence
 
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 FACTS = [
@@ -127,12 +126,12 @@ def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
         formed = bank.opinion_history(opinion_id)[0].new_confidence  # grounded in one memory
         assert formed is not None and 0 < formed < 0.95
         after_up = bank.memories([opinion_id])[0].confidence
-        assert after_up == pytest.approx(min(1.0, formed + step))
+        assert after_up == pytest.approx(update_confidence(formed, "reinforce", step))
         down = bank.retain([{"speaker": "Ana", "text": "I quit running entirely; Ana hates running now.",
                              "id": "m5"}], timestamp=T0 + timedelta(days=30), extract=False, background=True)
         assert bank.wait_idle(60)
         final = bank.memories([opinion_id])[0]
-        assert final.confidence == pytest.approx(max(0.0, after_up - 2 * step))
+        assert final.confidence == pytest.approx(update_confidence(after_up, "contradict", step))
         assert final.text == "Ana used to be a dedicated runner."
         history = bank.opinion_history(opinion_id)
         assert [e.label for e in history] == ["formed", "reinforce", "contradict"]

@@ -20,16 +20,18 @@ from hindsight_core.errors import LLMError
 from hindsight_core.llm.base import MalformedOutputError
 from hindsight_core.llm.structured import clip
 from hindsight_core.models import Disposition
-from hindsight_core.reflect.disposition import (
+from hindsight_core.opinions.assess import OpinionAssessment, aassess_opinion, assess_opinion
+from hindsight_core.opinions.confidence import Assessment, opinion_step, update_confidence
+from hindsight_core.opinions.disposition import (
     BIAS_HIGH,
     BIAS_LOW,
     EMPATHY_LEVELS,
     LITERALISM_LEVELS,
     SKEPTICISM_LEVELS,
     bias_instruction,
-    opinion_step,
     verbalize,
 )
+from hindsight_core.opinions.formed import FormedOpinion
 from hindsight_core.reflect.observations import (
     MAX_FACT_CHARS,
     MAX_FACTS,
@@ -37,14 +39,6 @@ from hindsight_core.reflect.observations import (
     asummarize_entity,
     select_facts,
     summarize_entity,
-)
-from hindsight_core.reflect.opinions import (
-    Assessment,
-    FormedOpinion,
-    OpinionAssessment,
-    aassess_opinion,
-    assess_opinion,
-    update_confidence,
 )
 from hindsight_core.reflect.profile_merge import (
     BACKGROUND_CHARS,
@@ -159,8 +153,9 @@ def test_opinion_step_rejects_bad_base(base: float) -> None:
         (0.5, Assessment.CONTRADICT, 0.1, 0.3),
         (0.5, Assessment.NEUTRAL, 0.1, 0.5),
         # edges and clamping
-        (1.0, Assessment.REINFORCE, 0.1, 1.0),
-        (0.95, Assessment.REINFORCE, 0.1, 1.0),
+        (1.0, Assessment.REINFORCE, 0.1, 1.0),  # set above the ceiling by a caller: support never lowers it
+        (0.95, Assessment.REINFORCE, 0.1, 0.95),  # held at the one ceiling (formation's too)
+        (0.9, Assessment.REINFORCE, 0.1, 0.95),
         (0.0, Assessment.WEAKEN, 0.1, 0.0),
         (0.05, Assessment.WEAKEN, 0.1, 0.0),
         (0.15, Assessment.CONTRADICT, 0.1, 0.0),
@@ -170,11 +165,11 @@ def test_opinion_step_rejects_bad_base(base: float) -> None:
         (1.0, Assessment.CONTRADICT, 0.1, 0.8),
         (0.0, Assessment.NEUTRAL, 0.3, 0.0),
         (1.0, Assessment.NEUTRAL, 0.3, 1.0),
-        (0.999, Assessment.REINFORCE, 0.0005, 0.9995),
+        (0.999, Assessment.REINFORCE, 0.0005, 0.999),
         (0.001, Assessment.WEAKEN, 0.0005, 0.0005),
         # zero step never moves, a huge step saturates
         (0.4, Assessment.CONTRADICT, 0.0, 0.4),
-        (0.4, Assessment.REINFORCE, 5.0, 1.0),
+        (0.4, Assessment.REINFORCE, 5.0, 0.95),
         (0.4, Assessment.WEAKEN, 5.0, 0.0),
     ],
 )
@@ -375,8 +370,8 @@ def test_formed_opinion_bounds_and_leniency() -> None:
 
 
 def test_llm_schemas_bound_every_list_and_string() -> None:
+    from hindsight_core.opinions.assess import _AssessmentOut
     from hindsight_core.reflect.observations import _SummaryOut
-    from hindsight_core.reflect.opinions import _AssessmentOut
     from hindsight_core.reflect.profile_merge import _MergeOut
 
     def walk(node: object) -> None:

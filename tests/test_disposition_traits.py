@@ -1,11 +1,12 @@
-"""What each disposition trait does in code (``hindsight_core.reflect.disposition``), beyond the verbalised prompt."""
+"""What each disposition trait does in code (``hindsight_core.opinions``), beyond the verbalised prompt."""
 
 from __future__ import annotations
 
 import pytest
 
 from hindsight_core.models import Disposition, Memory, Network
-from hindsight_core.reflect.disposition import EMPATHY_SHIFT, empathy_order, hearsay_factor, is_emotional, is_hearsay
+from hindsight_core.opinions.confidence import hearsay_factor
+from hindsight_core.opinions.disposition import EMPATHY_SHIFT, empathy_order, is_emotional, is_hearsay
 
 
 def mem(i: int, text: str, network: Network = Network.WORLD) -> Memory:

@@ -1,4 +1,4 @@
-"""The opinion confidence formula of ``grounded_confidence``, at its edges (see the module's docstring)."""
+"""The opinion confidence formula (``opinions.confidence.grounded_confidence``), at its edges (see its module)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from hindsight_core.models import Disposition, Memory, Network
-from hindsight_core.reflect.grounded_confidence import CEILING, grounded_confidence
+from hindsight_core.opinions.confidence import CEILING, grounded_confidence
 
 NOW = datetime(2026, 6, 1, tzinfo=UTC)
 

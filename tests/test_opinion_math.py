@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hindsight_core import Disposition
-from hindsight_core.reflect.disposition import opinion_step, verbalize
-from hindsight_core.reflect.opinions import Assessment, update_confidence
+from hindsight_core.opinions.confidence import Assessment, opinion_step, update_confidence
+from hindsight_core.opinions.disposition import verbalize
 
 
 @pytest.mark.parametrize(
@@ -20,8 +20,8 @@ from hindsight_core.reflect.opinions import Assessment, update_confidence
         (0.5, Assessment.WEAKEN, 0.1, 0.4),
         (0.5, Assessment.CONTRADICT, 0.1, 0.3),
         (0.5, Assessment.NEUTRAL, 0.1, 0.5),
-        (0.95, Assessment.REINFORCE, 0.1, 1.0),  # clamped at 1
-        (1.0, Assessment.REINFORCE, 0.1, 1.0),
+        (0.9, Assessment.REINFORCE, 0.1, 0.95),  # held at the one ceiling, as at formation
+        (1.0, Assessment.REINFORCE, 0.1, 1.0),  # a value set above the ceiling is never lowered by support
         (0.05, Assessment.WEAKEN, 0.1, 0.0),  # clamped at 0
         (0.15, Assessment.CONTRADICT, 0.1, 0.0),
         (0.0, Assessment.CONTRADICT, 0.1, 0.0),

@@ -17,8 +17,8 @@ from scripted_llm import ScriptedLLM, assessment
 from hindsight_core import Disposition, Hindsight
 from hindsight_core.llm import LocalLLM
 from hindsight_core.models import Entity, Memory, Network
-from hindsight_core.reflect.disposition import opinion_step
-from hindsight_core.reflect.opinion_candidates import known_names, name_pattern, opinion_names, related_opinions
+from hindsight_core.opinions.candidates import known_names, name_pattern, opinion_names, related_opinions
+from hindsight_core.opinions.confidence import opinion_step
 from hindsight_core.runtime.jobs import OPINIONS
 
 T0 = datetime(2025, 3, 16, 12, 0, tzinfo=UTC)

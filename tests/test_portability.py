@@ -80,10 +80,10 @@ def build_source(hs: Hindsight, bank_id: str = SOURCE) -> None:
     bold = bank.add_opinion("Caroline is brave", 0.7, entities=["Caroline"], based_on=[ids[0]])
     store = hs.store
     at = datetime(2025, 3, 5, 9, 30, 15, 123456, tzinfo=UTC)
-    store.apply_opinion_update(bank_id, OpinionUpdate(caring.id, "reinforce", 0.1, (ids[5],), "chewed shoes",
-                                                     at=at), owner=hs.engine.vectors.owner)
-    store.apply_opinion_update(bank_id, OpinionUpdate(caring.id, "contradict", -0.2, (ids[1], ids[4]), "busy",
-                                                     new_text="Melanie is a caring but busy parent", at=at),
+    store.apply_opinion_update(bank_id, OpinionUpdate(caring.id, "reinforce", 0.6, 0.6, 0.7, (ids[5],),
+                                                     "chewed shoes", at=at), owner=hs.engine.vectors.owner)
+    store.apply_opinion_update(bank_id, OpinionUpdate(caring.id, "contradict", 0.7, 0.7, 0.5, (ids[1], ids[4]),
+                                                     "busy", new_text="Melanie is a caring but busy parent", at=at),
                                owner=hs.engine.vectors.owner)
     hs.engine.vectors.reindex(bank_id, [caring.id])  # as the reinforcer does after a rewrite
     store.add_opinion_event(bank_id, OpinionEvent(opinion_id=bold.id, at=at, label="neutral", old_confidence=0.7,

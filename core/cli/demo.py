@@ -177,7 +177,7 @@ def _channel_table(rec: Recall) -> str:
 def _reflect(bank: Any, out: Callable[..., None]) -> list[dict[str, Any]]:
     """Reflect on one question with two contrasting dispositions; print what each did and why it differs."""
     from ..models import Disposition, utcnow
-    from ..reflect.grounded_confidence import confidence_basis
+    from ..opinions.confidence import confidence_basis
     from ..text.inputs import parse_timestamp
 
     out("")

@@ -4,13 +4,12 @@ The store protocols record applied evidence (what makes an opinion move once per
 through ``OpinionStore.apply_opinion_update``, which also appends the event and moves the confidence. So the
 events that update wrote are replayed through it, in order, from the opinion's state before each of them; the
 other events (an opinion's ``formed`` step, events appended with ``add_opinion_event``) are appended as they are.
-The step given to the store is chosen so that ``clamp(old + step)`` is bit-for-bit the recorded new confidence.
+The store is handed the recorded old and new confidence as they are (it computes nothing).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -68,27 +67,6 @@ def initial_state(unit: UnitRecord, steps: list[Step]) -> tuple[str, float | Non
             replayed[0].old_confidence)
 
 
-def exact_step(old: float, new: float) -> float:
-    """A delta with ``min(1, max(0, old + delta)) == new`` exactly (a plain ``new - old`` can be one ulp off)."""
-    if new >= 1.0:
-        return 2.0
-    if new <= 0.0:
-        return -2.0
-    delta = new - old
-    for candidate in _around(delta):
-        if min(1.0, max(0.0, old + candidate)) == new:
-            return candidate
-    return delta
-
-
-def _around(value: float, steps: int = 8) -> list[float]:
-    out, up, down = [value], value, value
-    for _ in range(steps):
-        up, down = math.nextafter(up, math.inf), math.nextafter(down, -math.inf)
-        out += [up, down]
-    return out
-
-
 class HistoryWriter:
     """Writes opinion histories into one bank (after the opinion units exist)."""
 
@@ -115,8 +93,9 @@ class HistoryWriter:
                 self.store.update_unit(self.bank_id, unit.id, text=event.old_text)
                 rewritten = True
             written = self.store.apply_opinion_update(self.bank_id, OpinionUpdate(
-                opinion_id=unit.id, label=event.label, delta=exact_step(old, event.new_confidence),
-                evidence=tuple(event.evidence), rationale=event.rationale, new_text=event.new_text, at=event.at,
+                opinion_id=unit.id, label=event.label, read_confidence=old, old_confidence=old,
+                new_confidence=event.new_confidence, evidence=tuple(event.evidence), rationale=event.rationale,
+                new_text=event.new_text, at=event.at,
             ), owner=self.owner)
             if written is None:
                 log.warning("opinion %r: replaying its %r step changed nothing", unit.id, event.label)

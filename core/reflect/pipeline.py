@@ -1,11 +1,11 @@
 """Reflect (CARA, paper section 5): recall, then one structured LLM call shaped by the bank's disposition.
 
 The model sees the bank's name, background and verbalised disposition, and the recalled memories numbered
-[1]..[n] (in the order the empathy trait gives them: :func:`hindsight_core.reflect.disposition.empathy_order`). It
+[1]..[n] (in the order the empathy trait gives them: :func:`hindsight_core.opinions.disposition.empathy_order`). It
 cites the numbers it relied on and those that speak against its answer (mapped back to memory ids; invented
 numbers are dropped and counted), states its stance on a yes/no question, answers, and may form opinions.
 Opinions are stored in the opinion network with their formation event and a confidence computed from the
-cited evidence and the disposition (:mod:`hindsight_core.reflect.grounded_confidence`), not the model's number.
+cited evidence and the disposition (:mod:`hindsight_core.opinions.confidence`), not the model's number.
 """
 
 from __future__ import annotations
@@ -34,13 +34,13 @@ from ..models import (
     Reflection,
     utcnow,
 )
+from ..opinions.confidence import confidence_basis
+from ..opinions.disposition import empathy_order, verbalize
+from ..opinions.formed import FormedOpinion
 from ..recall.pipeline import RecallPipeline
 from ..retain.pipeline import FactWriter
 from ..stores.base import BankStore, UnitStore
 from ..validation import When
-from .disposition import empathy_order, verbalize
-from .grounded_confidence import confidence_basis
-from .opinions import FormedOpinion
 
 log = logging.getLogger(__name__)
 

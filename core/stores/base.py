@@ -356,10 +356,12 @@ class OpinionStore(Protocol):
     def apply_opinion_update(
         self, bank_id: str, update: OpinionUpdate, owner: str | None = None
     ) -> OpinionEvent | None:
-        """In one transaction: skip evidence already applied to this opinion; if any is new, move the confidence
-        by ``delta`` from its current stored value (clamped to [0, 1]), rewrite the text if given (marking the
-        vector under ``owner``), append the history event and record each (opinion, evidence) pair. Returns the
-        event, or None when the opinion is gone or every piece of evidence was applied before."""
+        """In one transaction: skip evidence already applied to this opinion; if any is new, write
+        ``update.new_confidence`` (computed by ``hindsight_core.opinions.confidence``: the store computes nothing)
+        provided the stored confidence is still ``update.read_confidence`` (else raise
+        ``records.StaleConfidenceError`` and write nothing), rewrite the text if given (marking the vector under
+        ``owner``), append the history event and record each (opinion, evidence) pair. Returns the event, or None
+        when the opinion is gone or every piece of evidence was applied before."""
         ...
 
     def applied_evidence(self, bank_id: str, opinion_id: str) -> set[str]:

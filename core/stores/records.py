@@ -114,15 +114,27 @@ class Released:
 
 @dataclass(frozen=True)
 class OpinionUpdate:
-    """One assessed piece of evidence moving an opinion: applied at most once per (opinion, evidence id)."""
+    """One assessed piece of evidence moving an opinion: applied at most once per (opinion, evidence id).
+
+    The numbers are computed by ``hindsight_core.opinions.confidence``; a store computes nothing. It writes
+    ``new_confidence`` only while the opinion's stored confidence is still ``read_confidence`` (what the caller
+    computed from; None for an opinion stored without one), and raises ``StaleConfidenceError`` otherwise.
+    ``old_confidence`` is the value the move started from, recorded in the history event."""
 
     opinion_id: str
     label: str
-    delta: float  # signed step; the new confidence is clamp(current + delta) computed in the transaction
+    read_confidence: float | None
+    old_confidence: float
+    new_confidence: float
     evidence: tuple[str, ...]
     rationale: str | None = None
     new_text: str | None = None  # a contradiction may rewrite the opinion
     at: datetime | None = None
+
+
+class StaleConfidenceError(Exception):
+    """An ``OpinionUpdate`` was computed from a confidence the opinion no longer has (another writer moved it):
+    nothing was written; read the opinion again and compute the move again."""
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from hindsight_core.models import (
     OpinionEvent,
 )
 from hindsight_core.stores.base import GraphStore, Mention, OpinionUpdate, Owner, UnitBatch
+from hindsight_core.stores.records import StaleConfidenceError
 
 
 @pytest.fixture()
@@ -133,31 +134,58 @@ def test_vector_marks_follow_deletes(store: GraphStore, bank_id: str) -> None:
 def test_opinion_updates_apply_once_per_evidence(store: GraphStore, bank_id: str) -> None:
     at = T0 + timedelta(days=20)
     first = store.apply_opinion_update(bank_id, OpinionUpdate(
-        opinion_id="u4", label="reinforce", delta=0.1, evidence=("u1", "u3"), rationale="more runs", at=at))
+        opinion_id="u4", label="reinforce", read_confidence=0.7, old_confidence=0.7, new_confidence=0.8,
+        evidence=("u1", "u3"), rationale="more runs", at=at))
     assert first is not None and (first.old_confidence, first.evidence) == (0.7, ["u1", "u3"])
-    assert first.new_confidence == pytest.approx(0.8)
+    assert first.new_confidence == 0.8 and store.get_units(bank_id, ["u4"])[0].confidence == 0.8
     # A retried job sends the same evidence: nothing moves, no second event.
     assert store.apply_opinion_update(bank_id, OpinionUpdate(
-        opinion_id="u4", label="reinforce", delta=0.1, evidence=("u3", "u1"))) is None
+        opinion_id="u4", label="reinforce", read_confidence=0.7, old_confidence=0.7, new_confidence=0.8,
+        evidence=("u3", "u1"))) is None
     # Partly new evidence applies once, for the new part only; a rewrite marks the vector.
     second = store.apply_opinion_update(bank_id, OpinionUpdate(
-        opinion_id="u4", label="contradict", delta=-0.2, evidence=("u1", "u2"), new_text="Oscar hates the park"),
-        owner="proc")
+        opinion_id="u4", label="contradict", read_confidence=0.8, old_confidence=0.8, new_confidence=0.6,
+        evidence=("u1", "u2"), new_text="Oscar hates the park"), owner="proc")
     assert second is not None and second.evidence == ["u2"] and second.old_text == "Running in the park with Oscar"
-    assert second.new_confidence == pytest.approx(0.6)
+    assert second.new_confidence == 0.6
     assert store.get_units(bank_id, ["u4"])[0].text == "Oscar hates the park"
     assert store.vector_marks("proc") == [(bank_id, "u4")]
     assert [i for i, _ in store.keyword_search(bank_id, "hates", 5)] == ["u4"]
     history = store.opinion_history(bank_id, "u4")
     assert [(e.label, e.evidence) for e in history] == [("reinforce", ["u1", "u3"]), ("contradict", ["u2"])]
     assert store.applied_evidence(bank_id, "u4") == {"u1", "u2", "u3"}
-    # Clamped at 1, and a missing opinion is no error.
-    top = store.apply_opinion_update(bank_id, OpinionUpdate(opinion_id="u4", label="reinforce", delta=0.9,
-                                                            evidence=("u0",)))
-    assert top is not None and top.new_confidence == 1.0
-    assert store.apply_opinion_update(bank_id, OpinionUpdate(opinion_id="gone", label="weaken", delta=-0.1,
-                                                             evidence=("u0",))) is None
+    # The store writes the value it is given and computes nothing (the ceiling is the caller's business) ...
+    top = store.apply_opinion_update(bank_id, OpinionUpdate(
+        opinion_id="u4", label="reinforce", read_confidence=0.6, old_confidence=0.6, new_confidence=0.95,
+        evidence=("u0",)))
+    assert top is not None and top.new_confidence == 0.95
+    assert store.get_units(bank_id, ["u4"])[0].confidence == 0.95
+    # ... and a missing opinion is no error.
+    assert store.apply_opinion_update(bank_id, OpinionUpdate(
+        opinion_id="gone", label="weaken", read_confidence=0.5, old_confidence=0.5, new_confidence=0.4,
+        evidence=("u0",))) is None
     assert store.check_bank(bank_id) == {}
+
+
+def test_an_opinion_update_from_a_stale_confidence_writes_nothing(store: GraphStore, bank_id: str) -> None:
+    """Compare-and-set: a move computed from a confidence the opinion no longer has is refused, whole."""
+    with pytest.raises(StaleConfidenceError):
+        store.apply_opinion_update(bank_id, OpinionUpdate(
+            opinion_id="u4", label="contradict", read_confidence=0.5, old_confidence=0.5, new_confidence=0.3,
+            evidence=("u1",), new_text="Oscar hates the park"), owner="proc")
+    unit4 = store.get_units(bank_id, ["u4"])[0]
+    assert (unit4.confidence, unit4.text) == (0.7, "Running in the park with Oscar")
+    assert store.opinion_history(bank_id, "u4") == [] and store.applied_evidence(bank_id, "u4") == set()
+    assert store.vector_marks("proc") == []
+    # Computed again from what is stored, it applies.
+    event = store.apply_opinion_update(bank_id, OpinionUpdate(
+        opinion_id="u4", label="contradict", read_confidence=0.7, old_confidence=0.7, new_confidence=0.5,
+        evidence=("u1",)))
+    assert event is not None and (event.old_confidence, event.new_confidence) == (0.7, 0.5)
+    # Evidence already applied is skipped before the confidence is compared: a retried job is no conflict.
+    assert store.apply_opinion_update(bank_id, OpinionUpdate(
+        opinion_id="u4", label="contradict", read_confidence=0.7, old_confidence=0.7, new_confidence=0.5,
+        evidence=("u1",))) is None
 
 
 def test_formed_events_commit_with_the_opinion(backend: Backend, bank_id: str) -> None:

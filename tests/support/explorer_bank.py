@@ -13,6 +13,7 @@ from pathlib import Path
 
 from hindsight_core import Hindsight
 from hindsight_core.models import DocumentStatus, Job, utcnow
+from hindsight_core.opinions.confidence import moved
 from hindsight_core.stores.base import OpinionUpdate
 
 BANK = "support-bot"
@@ -70,14 +71,17 @@ def build(path: Path) -> ExplorerBank:
         out.opinion_id = opinion.id
         # Two later steps, as the opinion reinforcer records them (``at`` is when each was assessed).
         formed = hs.store.opinion_history(BANK, opinion.id)[0].at
-        for label, delta, evidence, rationale, days in (
+        for label, step, evidence, rationale, days in (
             ("reinforce", 0.2, "Emma: Daniel booked the flights to Lisbon yesterday.", "the flights are booked", 1),
-            ("weaken", -0.15, "Emma: Actually I'm nervous about flying since the storm last year.",
+            ("weaken", 0.15, "Emma: Actually I'm nervous about flying since the storm last year.",
              "she is afraid of flying", 3),
         ):
+            read = hs.store.get_units(BANK, [opinion.id])[0].confidence
+            move = moved(read, label, step)
             hs.store.apply_opinion_update(BANK, OpinionUpdate(
-                opinion_id=opinion.id, label=label, delta=delta, evidence=(out.memory_ids[evidence],),
-                rationale=rationale, at=formed + timedelta(days=days)))
+                opinion_id=opinion.id, label=label, read_confidence=read, old_confidence=move.old,
+                new_confidence=move.new, evidence=(out.memory_ids[evidence],), rationale=rationale,
+                at=formed + timedelta(days=days)))
         emma = hs.store.find_entity(BANK, "Emma")
         assert emma is not None
         out.emma_id = emma.id

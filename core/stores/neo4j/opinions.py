@@ -1,4 +1,7 @@
-"""``OpinionStore`` on Neo4j: moving an opinion once per piece of evidence, and its history."""
+"""``OpinionStore`` on Neo4j: moving an opinion once per piece of evidence, and its history.
+
+The confidence written is the one ``hindsight_core.opinions.confidence`` computed; this module only checks, in
+the transaction, that it was computed from the confidence still stored (compare-and-set)."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ from typing import Any
 
 from ...models import OpinionEvent
 from ..common import from_epoch as _dt
-from ..records import OpinionUpdate
+from ..records import OpinionUpdate, StaleConfidenceError
 from .connection import Neo4jConnection
 from .cypher import _event_props, _set_text
 
@@ -37,21 +40,22 @@ class Neo4jOpinions(Neo4jConnection):
             fresh = [e for e in dict.fromkeys(update.evidence) if e not in applied]
             if not fresh:
                 return None
-            old = float(rec["c"]) if rec["c"] is not None else 0.5
-            new = min(1.0, max(0.0, old + float(update.delta)))
+            if rec["c"] != update.read_confidence:  # moved by another writer since the caller read it
+                raise StaleConfidenceError(f"opinion {update.opinion_id!r} changed while its move was computed")
             new_text = update.new_text if update.new_text and update.new_text != rec["text"] else None
             if new_text is not None:
                 _set_text(tx, bank_id, update.opinion_id, new_text, owner)
             event = OpinionEvent(
                 opinion_id=update.opinion_id, at=update.at or datetime.now(UTC), label=update.label,
-                old_confidence=old, new_confidence=new, evidence=fresh, old_text=rec["text"] if new_text else None,
-                new_text=new_text, rationale=update.rationale,
+                old_confidence=update.old_confidence, new_confidence=update.new_confidence, evidence=fresh,
+                old_text=rec["text"] if new_text else None, new_text=new_text, rationale=update.rationale,
             )
             tx.run(
                 "MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank "
                 "SET u.confidence = $new, u.applied_evidence = coalesce(u.applied_evidence, []) + $fresh "
                 "CREATE (o:OpinionEvent) SET o = $event",
-                id=update.opinion_id, bank=bank_id, new=new, fresh=fresh, event=_event_props(bank_id, event, 0),
+                id=update.opinion_id, bank=bank_id, new=update.new_confidence, fresh=fresh,
+                event=_event_props(bank_id, event, 0),
             ).consume()
             return event
 

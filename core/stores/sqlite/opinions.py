@@ -1,4 +1,7 @@
-"""``OpinionStore`` on SQLite: moving an opinion once per piece of evidence, and its history."""
+"""``OpinionStore`` on SQLite: moving an opinion once per piece of evidence, and its history.
+
+The confidence written is the one ``hindsight_core.opinions.confidence`` computed; this module only checks, in
+the transaction, that it was computed from the confidence still stored (compare-and-set)."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from datetime import UTC, datetime
 
 from ...models import OpinionEvent
 from ..common import from_epoch as _dt
-from ..records import OpinionUpdate
+from ..records import OpinionUpdate, StaleConfidenceError
 from .connection import SQLiteConnection
 from .sql import _insert_event, _set_text
 
@@ -33,17 +36,17 @@ class SQLiteOpinions(SQLiteConnection):
             fresh = [e for e in wanted if e not in applied]
             if not fresh:
                 return None
-            old = float(row[0]) if row[0] is not None else 0.5
-            new = min(1.0, max(0.0, old + float(update.delta)))
+            if row[0] != update.read_confidence:  # moved by another writer since the caller read it
+                raise StaleConfidenceError(f"opinion {update.opinion_id!r} changed while its move was computed")
             new_text = update.new_text if update.new_text and update.new_text != row[1] else None
             if new_text is not None:
                 _set_text(con, bank_id, update.opinion_id, new_text, owner)
             con.execute("UPDATE units SET confidence = ? WHERE bank_id = ? AND id = ?",
-                        (new, bank_id, update.opinion_id))
+                        (update.new_confidence, bank_id, update.opinion_id))
             event = OpinionEvent(
                 opinion_id=update.opinion_id, at=update.at or datetime.now(UTC), label=update.label,
-                old_confidence=old, new_confidence=new, evidence=fresh, old_text=row[1] if new_text else None,
-                new_text=new_text, rationale=update.rationale,
+                old_confidence=update.old_confidence, new_confidence=update.new_confidence, evidence=fresh,
+                old_text=row[1] if new_text else None, new_text=new_text, rationale=update.rationale,
             )
             _insert_event(con, bank_id, event)
             con.executemany("INSERT INTO opinion_evidence (opinion_id, evidence_id) VALUES (?, ?)",

@@ -1,11 +1,14 @@
 """The opinion job (paper section 5.3): new facts reinforce, weaken or contradict the opinions they bear on.
 
 Runs in the background worker after a retain, when the bank holds opinions. An opinion is related to a new
-fact when they share a name or their vectors are close (:mod:`hindsight_core.reflect.opinion_candidates`); one
-structured model call per opinion labels the new evidence (:func:`hindsight_core.reflect.opinions.assess_opinion`) and
-the store moves the confidence. Every assessed pair records a step in the opinion's history, neutral (a move of
-0) included. The bank's skepticism sizes the step, and decides whether evidence that is only second-hand ("I heard that
-...") moves it at all (:func:`hindsight_core.reflect.disposition.hearsay_factor`); the label is recorded either way.
+fact when they share a name or their vectors are close (:mod:`hindsight_core.opinions.candidates`); one
+structured model call per opinion labels the new evidence (:func:`hindsight_core.opinions.assess.assess_opinion`),
+the new confidence is computed here with :func:`hindsight_core.opinions.confidence.moved`, and the store writes it
+if the confidence it was computed from is still the stored one (else the opinion is read again and the move
+computed again; the model is not asked again). Every assessed pair records a step in the opinion's history,
+neutral (a move of 0) included. The bank's skepticism sizes the step, and decides whether evidence that is only
+second-hand ("I heard that ...") moves it at all (:func:`hindsight_core.opinions.confidence.hearsay_factor`); the
+label is recorded either way.
 """
 
 from __future__ import annotations
@@ -15,12 +18,18 @@ from typing import Protocol
 
 from ..config import CaraSettings
 from ..llm.base import LLM
-from ..models import Job, Memory, OpinionEvent
+from ..models import Job, Memory, Network, OpinionEvent
 from ..stores.base import BankStore, EntityStore, OpinionStore, OpinionUpdate, UnitStore, VectorIndex
-from .disposition import hearsay_factor, is_hearsay, opinion_step
-from .observation_job import FACT_NETWORKS
-from .opinion_candidates import related_opinions
-from .opinions import Assessment, assess_opinion, confidence_delta
+from ..stores.records import StaleConfidenceError
+from .assess import assess_opinion
+from .candidates import related_opinions
+from .confidence import Assessment, hearsay_factor, moved, opinion_step, starting_confidence
+from .disposition import is_hearsay
+
+FACT_NETWORKS = (Network.WORLD, Network.EXPERIENCE)
+"""What can move an opinion: facts said or done, not other inferences (observations, opinions)."""
+MAX_MOVES = 8
+"""Attempts to write one move when other writers keep changing the opinion's confidence in between."""
 
 
 class ReinforceStore(BankStore, UnitStore, EntityStore, OpinionStore, Protocol):
@@ -51,7 +60,7 @@ class OpinionReinforcer:
     def related(self, bank_id: str, new: Sequence[Memory]) -> dict[str, set[str]]:
         """Opinion id -> ids of the new facts that bear on it: a shared entity, one of the opinion's names (its
         entity list, or a bank entity its text names) in the fact's entities or text, or a close vector (see
-        :mod:`hindsight_core.reflect.opinion_candidates`)."""
+        :mod:`hindsight_core.opinions.candidates`)."""
         return related_opinions(self.store, self.index, bank_id, new, self.settings.opinion_similarity)
 
     def run(self, job: Job) -> None:
@@ -79,30 +88,48 @@ class OpinionReinforcer:
             evidence = [by_id[i] for i in by_id if i in related[opinion.id] and i not in applied]
             if not evidence:
                 continue
-            old = opinion.confidence if opinion.confidence is not None else 0.5
-            verdict = assess_opinion(self._llm(), opinion.text, old, [(m.id, _content(m)) for m in evidence])
+            verdict = assess_opinion(self._llm(), opinion.text, starting_confidence(opinion.confidence),
+                                     [(m.id, _content(m)) for m in evidence])
             # Neutral is recorded too (a step of 0): the trajectory shows the evidence was heard, and the
             # evidence counts as applied, so it is not asked about again.
             new_text = verdict.revised_text if verdict.label == Assessment.CONTRADICT else None
-            delta = confidence_delta(verdict.label, step)
             rationale = verdict.rationale
+            factor = 1.0
             hearsay = all(is_hearsay(m.text) for m in evidence)
             if hearsay and verdict.label != Assessment.NEUTRAL:  # nobody saw it: skepticism decides if it counts
                 factor = hearsay_factor(profile.disposition)
-                delta *= factor
                 if factor == 0.0:
                     new_text = None
                     rationale = f"{rationale} [second-hand only: held at skepticism {profile.disposition.skepticism}]"
-            event = store.apply_opinion_update(bank_id, OpinionUpdate(
-                opinion_id=opinion.id, label=verdict.label.value, delta=delta,
-                evidence=tuple(m.id for m in evidence), rationale=rationale.strip(), new_text=new_text,
-            ), owner=self.owner)
+            event = self._move(bank_id, opinion, verdict.label, step * factor, evidence=tuple(m.id for m in evidence),
+                               rationale=rationale.strip(), new_text=new_text)
             if event is None:
                 continue
             events.append(event)
             if event.new_text:
                 self.reindex(bank_id, [opinion.id])
         return events
+
+    def _move(
+        self, bank_id: str, opinion: Memory, label: Assessment, step: float, *, evidence: tuple[str, ...],
+        rationale: str, new_text: str | None,
+    ) -> OpinionEvent | None:
+        """Hand the store the move computed from the opinion's stored confidence; when another writer changed that
+        confidence in between (the store's compare-and-set fails), read the opinion again and compute again."""
+        for _ in range(MAX_MOVES):
+            move = moved(opinion.confidence, label, step)
+            try:
+                return self.store.apply_opinion_update(bank_id, OpinionUpdate(
+                    opinion_id=opinion.id, label=label.value, read_confidence=opinion.confidence,
+                    old_confidence=move.old, new_confidence=move.new, evidence=evidence, rationale=rationale,
+                    new_text=new_text,
+                ), owner=self.owner)
+            except StaleConfidenceError:
+                again = self.store.get_units(bank_id, [opinion.id])
+                if not again:
+                    return None
+                opinion = again[0]
+        raise StaleConfidenceError(f"opinion {opinion.id!r} kept changing while it was being moved")
 
 
 def _content(memory: Memory) -> str:

@@ -5,14 +5,11 @@ a bias in [0, 1]. Reflect turns it into plain instructions for the system messag
 paper does. A small model often ignores those instructions, so each trait also acts on something the code
 controls; contrasting dispositions then differ with any model:
 
-- skepticism: the support an opinion needs for a given confidence
-  (:mod:`hindsight_core.reflect.grounded_confidence`: the need doubles with each point); the step by which new evidence
-  moves an opinion (:func:`opinion_step`); and whether a second-hand claim in a new message ("I heard that
-  ...", "apparently ...") moves an opinion at all (:func:`hearsay_factor`: fully at 1-3, half at 4, not at 5,
-  where it is recorded in the opinion's history with no change).
+- skepticism: the support an opinion needs for a given confidence, the step by which new evidence moves an
+  opinion, and whether a second-hand claim (:func:`is_hearsay`: "I heard that ...", "apparently ...") moves it
+  at all; all computed in :mod:`hindsight_core.opinions.confidence`.
 - literalism: whether inferred memories (observations, other opinions) count as evidence for an opinion's
-  confidence, or only what was said and done (``grounded_confidence``: weight ``0.5 * (5 - literalism) / 4``,
-  nothing at 5).
+  confidence, or only what was said and done (:mod:`hindsight_core.opinions.confidence` again).
 - empathy: where the agent's own experiences and emotionally loaded memories sit among what reflect shows the
   model (:func:`empathy_order`: up to 4 places earlier at 5, 4 places later at 1), which decides what fits in
   the prompt and what the model reads first.
@@ -24,7 +21,6 @@ Everything here is pure and deterministic: no LLM call, no I/O.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Sequence
 
@@ -33,16 +29,13 @@ from ..models import Disposition, Memory, Network
 __all__ = [
     "BIAS_HIGH",
     "BIAS_LOW",
-    "DEFAULT_STEP_BASE",
     "EMPATHY_LEVELS",
     "LITERALISM_LEVELS",
     "SKEPTICISM_LEVELS",
     "bias_instruction",
     "empathy_order",
-    "hearsay_factor",
     "is_emotional",
     "is_hearsay",
-    "opinion_step",
     "verbalize",
 ]
 
@@ -86,10 +79,6 @@ _BIAS_TEXTS = (
     "Let this disposition shape your judgments strongly.",
 )
 
-DEFAULT_STEP_BASE = 0.1
-"""Default base confidence step for opinion updates (before the disposition scales it)."""
-
-
 def bias_instruction(bias: float) -> str:
     """The closing instruction for a bias value: neutral (< 0.25), balanced (0.25-0.75) or strong (> 0.75)."""
     if not 0.0 <= bias <= 1.0:  # also rejects NaN
@@ -125,19 +114,6 @@ def verbalize(d: Disposition) -> str:
     )
 
 
-def opinion_step(base: float, d: Disposition) -> float:
-    """The confidence step ``a`` for opinion updates under disposition ``d``.
-
-    ``a = base * (1.2 - 0.1 * skepticism)``: skepticism 1 moves confidence by ``1.1 * base``, 3 by
-    ``0.9 * base``, 5 by ``0.7 * base``. A skeptical mind changes its opinions in smaller steps, in both
-    directions. Strictly decreasing in skepticism and always > 0 for ``base`` in (0, 1]; the other traits
-    and the bias do not enter (bias shapes wording in reflect, not evidence weighting).
-    """
-    if not (math.isfinite(base) and 0.0 < base <= 1.0):
-        raise ValueError(f"base step must be in (0, 1], got {base!r}")
-    return base * (1.2 - 0.1 * d.skepticism)
-
-
 # Second-hand reports: the speaker did not see it. Kept short and literal: a miss only means the claim moves
 # the opinion as first-hand evidence would.
 _HEARSAY = re.compile(
@@ -150,15 +126,6 @@ _HEARSAY = re.compile(
 def is_hearsay(text: str) -> bool:
     """Whether ``text`` reports something second-hand ("I heard that ...", "apparently ...", "they say ...")."""
     return bool(_HEARSAY.search(text))
-
-
-def hearsay_factor(d: Disposition) -> float:
-    """How much of its usual step a second-hand claim moves an opinion: 1 at skepticism 1-3, 0.5 at 4, 0 at 5.
-
-    A highly skeptical mind records the claim in the opinion's history (its label and rationale) but does not
-    change its confidence or text until someone reports it first-hand.
-    """
-    return {4: 0.5, 5: 0.0}.get(d.skepticism, 1.0)
 
 
 _EMOTION = re.compile(

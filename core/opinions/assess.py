@@ -1,81 +1,30 @@
-"""Opinion network dynamics (paper section 5.4): assessing new evidence and moving opinion confidence.
+"""Assessing new evidence against an opinion (paper section 5.4): one structured model call says what it shows.
 
 When new facts arrive that relate to a stored opinion, one structured LLM call labels the evidence as
-reinforcing, weakening, contradicting or neutral (:func:`assess_opinion`); the confidence then moves by
-``+a``, ``-a``, ``-2a`` or ``0`` (:func:`update_confidence`), where ``a`` comes from
-:func:`hindsight_core.reflect.disposition.opinion_step`. A contradiction also yields a revised opinion text.
-
-Also here: :class:`FormedOpinion`, the shape of an opinion formed during reflect. The retrying structured
-call every CARA helper uses lives in :mod:`hindsight_core.llm.structured`.
+reinforcing, weakening, contradicting or neutral (:func:`assess_opinion`); a contradiction also yields a revised
+opinion text. How far each label moves the confidence is decided in :mod:`hindsight_core.opinions.confidence`.
+The retrying structured call every CARA helper uses lives in :mod:`hindsight_core.llm.structured`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
-from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
 from ..llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage
 from ..llm.structured import astructured_call, clip, structured_call, trim
+from .confidence import Assessment
 
 __all__ = [
     "Assessment",
-    "FormedOpinion",
     "OpinionAssessment",
     "aassess_opinion",
     "assess_opinion",
     "build_assessment_prompt",
-    "confidence_delta",
-    "update_confidence",
 ]
 
-
-
-# --------------------------------------------------------------------------------------------------------
-# Confidence dynamics
-# --------------------------------------------------------------------------------------------------------
-
-
-class Assessment(StrEnum):
-    """How new evidence bears on an existing opinion."""
-
-    REINFORCE = "reinforce"
-    WEAKEN = "weaken"
-    CONTRADICT = "contradict"
-    NEUTRAL = "neutral"
-
-
-_STEP_FACTOR = {
-    Assessment.REINFORCE: 1.0,
-    Assessment.WEAKEN: -1.0,
-    Assessment.CONTRADICT: -2.0,
-    Assessment.NEUTRAL: 0.0,
-}
-
-
-def confidence_delta(label: Assessment | str, step: float) -> float:
-    """The signed move for evidence labelled ``label``: ``+a``, ``-a``, ``-2a`` or ``0`` (``a`` = ``step``)."""
-    if not (isinstance(step, int | float) and math.isfinite(step) and step >= 0.0):
-        raise ValueError(f"step must be a finite number >= 0, got {step!r}")
-    try:
-        label = Assessment(label)
-    except ValueError as exc:
-        raise ValueError(f"unknown assessment label {label!r}") from exc
-    return _STEP_FACTOR[label] * float(step)
-
-
-def update_confidence(confidence: float, label: Assessment | str, step: float) -> float:
-    """The new confidence after evidence labelled ``label``: ``+a``, ``-a``, ``-2a`` or ``0``, clamped to [0, 1].
-
-    ``confidence`` must be in [0, 1] and ``step`` (``a``) finite and >= 0; ``label`` may be the enum or its
-    value. Anything else raises ``ValueError``.
-    """
-    if not (isinstance(confidence, int | float) and 0.0 <= confidence <= 1.0):  # rejects NaN too
-        raise ValueError(f"confidence must be in [0, 1], got {confidence!r}")
-    return min(1.0, max(0.0, float(confidence) + confidence_delta(label, step)))
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -92,62 +41,6 @@ class OpinionAssessment(BaseModel):
 
 
 _OPINION_CHARS = 300
-_RATIONALE_CHARS = 300
-_ENTITY_CHARS = 80
-_MAX_ENTITIES = 5
-
-
-class FormedOpinion(BaseModel):
-    """An opinion formed during reflect: text (first person is fine), why, confidence and its entities.
-
-    Ready to embed in an LLM schema: strings and the entity list carry ``maxLength``/``maxItems``, and the
-    advertised schema is strict (all keys required, no extra keys). Validation is lenient (over-long values
-    are clipped, ``"80"``/``80`` reads as 0.8, missing optional keys take defaults) so sloppy but usable
-    output passes.
-    """
-
-    model_config = LLM_SCHEMA_CONFIG
-
-    text: str = Field(max_length=_OPINION_CHARS, description="the opinion, one sentence")
-    rationale: str = Field("", max_length=_RATIONALE_CHARS, description="why, one short sentence")
-    confidence: float = Field(0.5, ge=0.0, le=1.0, description="0 to 1")
-    entities: list[Annotated[str, Field(max_length=_ENTITY_CHARS)]] = Field(
-        default_factory=list, max_length=_MAX_ENTITIES, description="names it is about"
-    )
-
-    @field_validator("text", mode="before")
-    @classmethod
-    def _text(cls, v: Any) -> Any:
-        return trim(v, _OPINION_CHARS)
-
-    @field_validator("rationale", mode="before")
-    @classmethod
-    def _rationale(cls, v: Any) -> Any:
-        return trim(v, _RATIONALE_CHARS)
-
-    @field_validator("confidence", mode="before")
-    @classmethod
-    def _confidence(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            try:
-                v = float(v.strip().rstrip("%"))
-            except ValueError:
-                return v
-        if isinstance(v, int | float) and 1.0 < v <= 100.0:  # percentages from small models
-            return v / 100.0
-        return v
-
-    @field_validator("entities", mode="before")
-    @classmethod
-    def _entities(cls, v: Any) -> Any:
-        if v is None:
-            return []
-        if isinstance(v, str):
-            v = [v]
-        if isinstance(v, list):
-            names = [clip(str(e), _ENTITY_CHARS) for e in v if isinstance(e, str | int) and str(e).strip()]
-            return list(dict.fromkeys(names))[:_MAX_ENTITIES]
-        return v
 
 
 # --------------------------------------------------------------------------------------------------------
