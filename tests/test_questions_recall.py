@@ -74,3 +74,10 @@ def test_the_budget_holds_the_answer_first(bank_path: Path) -> None:
     assert rec.memories and rec.memories[0].sources != ["D1:1"]
     assert "D1:2" in [m.sources[0] for m in rec.memories]
     assert rec.tokens <= 30
+
+
+def test_the_default_demotes_questions(bank_path: Path) -> None:
+    assert RecallSettings().question_rule == "demote"
+    with Hindsight.open(bank_path) as hs:
+        order = _ranked_sources(hs, QUERY)
+    assert order.index("D1:2") < order.index("D1:1")
