@@ -279,6 +279,7 @@ export async function render(ctx) {
     }
     c.restore();
     hits = next;
+    if (!listed) listInView(x0, x1); // the first draw lists what is in view at once (later zooms: after a pause)
     chart.dataset.drawnMemories = String(next.filter((e) => e.kind === 'memory').length);
     chart.dataset.drawnGaps = String(next.filter((e) => e.kind === 'forgotten').length);
     chart.dataset.drawnLinks = String(links);
@@ -410,7 +411,10 @@ export async function render(ctx) {
     clearTimeout(listTimer);
     listTimer = setTimeout(() => listInView(min, max), 120);
   }
+  let listed = '';
   function listInView(min, max) {
+    if (listed === `${min} ${max}`) return; // the same window: the rows stay (a test or a reader may hold them)
+    listed = `${min} ${max}`;
     const visible = items.filter((m) => m.t1 >= min && m.t0 <= max).sort((a, b) => a.t0 - b.t0);
     const gaps = forgotten.filter((f) => f.x2 >= min && f.x <= max);
     inView.replaceChildren(...[
@@ -429,7 +433,6 @@ export async function render(ctx) {
   }
 
   afterZoom(plot);
-  listInView(...full);
   window.addEventListener('resize', function onResize() {
     if (!chart.isConnected) { window.removeEventListener('resize', onResize); return; }
     plot.setSize({ width: width(), height });
@@ -453,7 +456,8 @@ function supersededNote(bank, m, byId) {
 }
 
 function forgetWhat(f) {
-  const counts = Object.entries(f.counts || {}).map(([k, n]) => `${n} ${n === 1 ? k.replace(/s$/, '') : k}`).join(', ');
+  const one = { memories: 'memory', entities: 'entity', documents: 'document' };
+  const counts = Object.entries(f.counts || {}).map(([k, n]) => `${n} ${n === 1 ? (one[k] || k) : k}`).join(', ');
   const what = f.document_id ? `document ${f.document_id}` : (f.summary || (f.memory_ids.length ? `memory ${f.memory_ids[0]}` : 'memories'));
   return counts ? `${what} (${counts})` : what;
 }
