@@ -398,10 +398,10 @@ class TraceItem(BaseModel):
     demoted: bool = Field(False, description="packed after the memory that superseded it (the question asks what "
                                              "is current), not at its fused rank")
     brought_by: str | None = Field(None, description="the superseded memory whose rank brought this current one in")
-    demoted_as: str | None = Field(None, description="why it was demoted: 'superseded', or 'question' / "
-                                                     "'acknowledgement' (a message that only asks or acknowledges, "
-                                                     "packed below the next that says something: "
-                                                     "RecallSettings.question_rule)")
+    demoted_as: str | None = Field(None, description="why it was packed below its fused rank: 'superseded' (with "
+                                                     "``demoted``), or 'question' / 'acknowledgement': a message that "
+                                                     "only asks or acknowledges, packed after the next memory that "
+                                                     "says something (RecallSettings.question_rule)")
 
 
 class RecallTrace(BaseModel):

@@ -62,7 +62,8 @@ def test_the_answer_outranks_its_question(bank_path: Path, rule: str) -> None:
         by_id = {item.memory_id: item for item in rec.trace.items}
         question = next(m for m in rec.memories if m.sources == ["D1:1"])
         answer = next(m for m in rec.memories if m.sources == ["D1:2"])
-        assert by_id[question.id].demoted and by_id[question.id].demoted_as == "question"
+        assert by_id[question.id].demoted_as == "question"
+        assert not by_id[question.id].demoted  # ``demoted`` stays supersession's (the explorer reads it so)
         assert by_id[answer.id].demoted_as is None and not by_id[answer.id].demoted
         if rule == "pair" and by_id[answer.id].context_of is not None:
             assert by_id[answer.id].context_of == question.id  # brought in beside the question as its reply

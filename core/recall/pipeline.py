@@ -359,7 +359,7 @@ def _trace(
                 context_of=notes.context_of.get(i) or notes.questions.paired.get(i),
                 cites=notes.cites.get(i), covered_by=notes.covered_by.get(i), found_by=notes.found_by.get(i),
                 superseded_by=superseded.get(i),
-                demoted=i in notes.current.demoted or i in notes.questions.demoted,
+                demoted=i in notes.current.demoted,
                 demoted_as=notes.questions.demoted.get(i) or ("superseded" if i in notes.current.demoted else None),
                 brought_by=notes.current.brought_by.get(i),
             )
