@@ -112,7 +112,8 @@ def wire(
     facts = FactJob(store, retainer, jobs.queue_follow_ups)
     observations = ObservationWriter(store, retainer.store_facts, llm, settings.cara.observation_max_facts,
                                      embedder.embed, first_evidence=settings.cara.observation_first_evidence,
-                                     new_evidence=settings.cara.observation_new_evidence)
+                                     new_evidence=settings.cara.observation_new_evidence,
+                                     mode=settings.cara.observation_mode)
     jobs.plan_observations = observations.plan  # one queued job per entity, and only with enough new evidence
     # A memory superseded (a move, a new job, a correction) takes the observations written from it along: they are
     # superseded in the same transaction and written again from what is current.

@@ -144,7 +144,7 @@ def test_opinion_trajectory_with_forced_labels(tmp_path: Path) -> None:
 
 def test_failing_job_is_retried_with_backoff_then_kept_as_failed(tmp_path: Path) -> None:
     # Three messages, and an entity's first observation after three (observation_first_evidence; default 5).
-    settings = Settings(cara=CaraSettings(observation_first_evidence=3))
+    settings = Settings(cara=CaraSettings(observation_first_evidence=3, observation_mode="model"))
     with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([RuntimeError("model down")] * 10), settings=settings) as hs:
         hs.worker.backoff_s = 0.05
         bank = hs.bank("b")

@@ -98,7 +98,9 @@ def test_opinion_rises_with_support_and_falls_with_contradiction(tmp_path: Path,
 def test_observation_is_written_and_follows_new_facts(tmp_path: Path, qwen: LocalLLM) -> None:
     # The first observation after three messages, a new one after every new message (the defaults wait for
     # observation_first_evidence and observation_new_evidence of them).
-    every_message = Settings(cara=CaraSettings(observation_first_evidence=3, observation_new_evidence=1))
+    # The model writes it (observation_mode="model"): the messages are retained raw, with no facts to extract from.
+    every_message = Settings(cara=CaraSettings(observation_first_evidence=3, observation_new_evidence=1,
+                                               observation_mode="model"))
     with Hindsight.open(tmp_path / "m", llm=qwen, settings=every_message) as hs:
         bank = hs.bank("coach")
         bank.retain(RUNNING, timestamp=T0, extract=False, background=True)
@@ -147,7 +149,8 @@ def test_jobs_queued_by_a_killed_process_run_on_reopen(tmp_path: Path, qwen: Loc
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     # Three messages: the observation is due at three (the default waits for five).
-    with Hindsight.open(path, llm=qwen, settings=Settings(cara=CaraSettings(observation_first_evidence=3))) as hs:
+    with Hindsight.open(path, llm=qwen, settings=Settings(cara=CaraSettings(observation_first_evidence=3,
+                                                                         observation_mode="model"))) as hs:
         bank = hs.bank("b", create=False)
         assert bank.wait_idle(60)
         assert all(j.status == JobStatus.DONE for j in bank.jobs()) and bank.jobs()

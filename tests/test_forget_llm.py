@@ -54,17 +54,18 @@ def test_forgetting_a_document_the_model_read_leaves_no_text_of_it(tmp_path: Pat
         assert ana is not None
         summary = hs.engine.observations.regenerate("ana", ana.id)
         if summary is None:
-            # The 1.5B model's summary can have no sentence the messages support (then nothing is written); the
+            # The 1.5B model's facts about Ana can all fail the observation's checks (then nothing is written); the
             # observation to forget is then written from the same material with a summary that quotes the secret.
             observations = hs.engine.observations
-            real = observations._llm
+            real, mode = observations._llm, observations.mode
+            observations.mode = "model"
             observations._llm = lambda: ScriptedLLM([{"summary": (
                 "Ana sees a therapist, Dr. Okafor, every Tuesday in Alvalade. Ana runs along the river in Lisbon "
                 "every Sunday morning.")}])
             try:
                 summary = observations.regenerate("ana", ana.id)
             finally:
-                observations._llm = real
+                observations._llm, observations.mode = real, mode
         assert summary is not None and summary.network == Network.OBSERVATION
         opinion = bank.add_opinion("Ana is looking after her mental health.", 0.7, based_on=[facts[0].id])
 

@@ -53,7 +53,9 @@ def summary_of(text: str) -> Any:
 
 
 def settings(first: int = 1, new: int = 1) -> Settings:
-    return Settings(cara=CaraSettings(observation_first_evidence=first, observation_new_evidence=new))
+    # The model-written summary (observation_mode="model"): what these tests check is that path's grounding.
+    return Settings(cara=CaraSettings(observation_first_evidence=first, observation_new_evidence=new,
+                                      observation_mode="model"))
 
 
 def add_facts(hs: Hindsight, bank_id: str, document_id: str, facts: list[tuple[str, list[str], list[str]]]
@@ -158,6 +160,59 @@ def test_the_job_drops_a_wrong_facts_sentence_and_shows_the_model_grounded_mater
         assert memory.metadata["facts"] == [by_source["c2"], by_source["c4"]] and memory.sources == ["c2", "c4"]
         assert memory.metadata[COST_KEY]["calls"] == 1 and memory.metadata["facts_dropped"] == 1
         assert memory.metadata[EVIDENCE_KEY] == hs.engine.observations.evidence(bank.id, kevin.id) == 5
+
+
+def test_the_default_observation_is_the_entitys_checked_facts_without_a_model_call(tmp_path: Path) -> None:
+    # The default (observation_mode="extractive"): no model is asked (a scripted model with no answers would fail
+    # the job), the wrong fact (Paola's cat given to Kevin) is not in it, the right ones are, newest first, each a
+    # whole sentence; a fact about another person only goes.
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([]), start_worker=False,
+                        settings=Settings(cara=CaraSettings(observation_first_evidence=1))) as hs:
+        assert hs.settings.cara.observation_mode == "extractive"
+        bank = hs.bank("b")
+        raw = bank.retain(CHAT, timestamp=T0, document_id="chat", extract=False).memories
+        by_source = {m.sources[0]: m.id for m in raw}
+        wrong, *_ = add_facts(hs, bank.id, "chat", [
+            ("Kevin has a cat named Luna.", [by_source["c1"]], ["Kevin", "Luna"]),
+            ("Kevin started a pottery class on Tuesday.", [by_source["c4"]], ["Kevin"]),
+            ("Kevin watched Moonrise Kingdom by Wes Anderson and loved it", [by_source["c2"]], ["Kevin"]),
+            ("Kevin made his first bowl.", [by_source["c5"]], ["Kevin"]),
+            ("Paola supports Boca Juniors.", [by_source["c3"]], ["Paola", "Kevin"])])
+        kevin = hs.store.find_entity(bank.id, "Kevin")
+        assert kevin is not None
+        draft = hs.engine.observations.draft(bank.id, kevin.id)
+        assert draft is not None and draft.calls == 0
+        assert wrong in {f.id for f in draft.dropped_facts} and wrong not in {f.id for f in draft.facts}
+        memory = hs.engine.observations.write(bank.id, draft)
+        assert memory is not None and memory.network == Network.OBSERVATION
+        sentences = set(memory.text.split(". "))
+        assert "Luna" not in memory.text and "Boca" not in memory.text
+        assert {"Kevin started a pottery class on Tuesday", "Kevin made his first bowl"} <= {
+            s.rstrip(".") for s in sentences}
+        assert "Kevin watched Moonrise Kingdom by Wes Anderson and loved it." in memory.text  # made whole
+        assert memory.metadata[COST_KEY]["calls"] == 0
+        assert set(memory.metadata["facts"]) <= {by_source["c2"], by_source["c4"], by_source["c5"]}
+        # The job reports it: no model call, one written.
+        job = Job(id="j", bank_id=bank.id, kind=OBSERVATIONS, payload={"entity_ids": [kevin.id], "rebuild": True})
+        result = hs.engine.observations.run(job)
+        assert result["calls"] == 0 and result["written"] == 1
+        # A bank retained raw has no facts: no observation, and still no model call.
+        other = hs.bank("raw-only")
+        other.retain(CHAT, timestamp=T0, document_id="chat", extract=False)
+        raw_kevin = hs.store.find_entity(other.id, "Kevin")
+        assert raw_kevin is not None and hs.engine.observations.regenerate(other.id, raw_kevin.id) is None
+
+
+def test_an_extractive_observation_stops_at_its_length_and_drops_repeats() -> None:
+    from hindsight_core.reflect.observation_extract import OVER_LENGTH, extractive_check
+
+    facts = [("f1", "Kevin started a pottery class on Tuesday."), ("f2", "Kevin started a pottery class on Tuesday"),
+             ("f3", "Kevin watched Moonrise Kingdom by Wes Anderson and loved it.")]
+    summary, check = extractive_check(facts, LINES, "Kevin", max_chars=60)
+    assert summary.count("pottery") == 2
+    assert [s.reason for s in check.sentences] == ["supported", "repeated", OVER_LENGTH]
+    assert check.text == "Kevin started a pottery class on Tuesday." and check.fact_ids == ["r4"]
+    assert extractive_check([], LINES, "Kevin") == ("", check_grounded("", LINES, "Kevin"))
 
 
 def test_two_retains_queue_one_job_and_a_third_entity_gets_its_own(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Hindsight
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.embedders import make_embedder
 from hindsight_core.models import Network
 from hindsight_core.reflect.observation_job import SUPPORT_KEY, ObservationWriter, fact_line
@@ -28,6 +29,9 @@ from hindsight_core.reflect.observation_support import (
     facts_about,
     split_sentences,
 )
+
+# The model-written summary: these tests check that path (the default is extractive, reflect/observation_extract.py).
+MODEL_SUMMARIES = Settings(cara=CaraSettings(observation_mode="model"))
 
 T0 = datetime(2025, 3, 3, 10, 0, tzinfo=UTC)
 JONAH = [
@@ -124,7 +128,7 @@ def test_observation_is_dated_by_its_facts_and_lists_them(tmp_path: Path) -> Non
     summary = ("Jonah is planning a trip to Lisbon with his sister. Jonah is planning a trip to Lisbon with his "
                "sister. Pepper is currently in the hospital. He started a new job as a nurse.")
     llm = ScriptedLLM([_summary_responder(summary)] * 4)
-    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+    with Hindsight.open(tmp_path / "m", llm=llm, settings=MODEL_SUMMARIES) as hs:
         bank = hs.bank("b")
         first = bank.retain(JONAH[:1], timestamp=T0, extract=False)
         second = bank.retain(JONAH[1:], timestamp=T0 + timedelta(days=9), extract=False)
@@ -153,7 +157,7 @@ def test_observation_is_dated_by_its_facts_and_lists_them(tmp_path: Path) -> Non
 def test_nothing_supported_writes_no_observation_and_keeps_the_previous(tmp_path: Path) -> None:
     good = _summary_responder("Jonah works as a nurse at the city hospital.")
     bad = _summary_responder("Pepper is currently in the hospital. Jonah recently got married.")
-    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([good, bad])) as hs:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([good, bad]), settings=MODEL_SUMMARIES) as hs:
         bank = hs.bank("b")
         bank.retain(JONAH, timestamp=T0, extract=False)
         jonah = hs.store.find_entity(bank.id, "Jonah")
@@ -167,11 +171,11 @@ def test_nothing_supported_writes_no_observation_and_keeps_the_previous(tmp_path
 
 def test_writer_without_embedder_and_fact_line(tmp_path: Path) -> None:
     llm = ScriptedLLM([_summary_responder("Jonah works night shifts. Jonah loves jazz.")])
-    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+    with Hindsight.open(tmp_path / "m", llm=llm, settings=MODEL_SUMMARIES) as hs:
         bank = hs.bank("b")
         units = bank.retain(JONAH, timestamp=T0, extract=False).memories
         assert fact_line(units[0]) == f"[3 March 2025] {units[0].text}"
-        writer = ObservationWriter(hs.store, hs.engine.retainer.store_facts, lambda: llm)
+        writer = ObservationWriter(hs.store, hs.engine.retainer.store_facts, lambda: llm, mode="model")
         jonah = hs.store.find_entity(bank.id, "Jonah")
         assert jonah is not None
         draft = writer.draft(bank.id, jonah.id)

@@ -35,6 +35,7 @@ from support.conversation import CONVERSATION
 from hindsight_core import Hindsight
 from hindsight_core.cli import portability as portability_cli
 from hindsight_core.cli.run import run_parsed
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.embedders import SentenceTransformerEmbedder
 from hindsight_core.errors import HindsightError, InvalidInputError, StoreError
 from hindsight_core.models import LinkType, Network, OpinionEvent
@@ -97,7 +98,10 @@ def build_source(hs: Hindsight, bank_id: str = SOURCE) -> None:
 def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hindsight]:
     """The store holding the source bank (read only by the tests)."""
     llm = ScriptedLLM([{"summary": "Melanie has kids and a puppy named Oscar, paints and runs."}])
-    with open_store(tmp_path_factory.mktemp("source") / "memory", llm=llm) as hs:
+    # The scripted model writes the observation (observation_mode="model"): the source bank is retained raw, and an
+    # extractive observation is made of facts.
+    with open_store(tmp_path_factory.mktemp("source") / "memory", llm=llm,
+                    settings=Settings(cara=CaraSettings(observation_mode="model"))) as hs:
         build_source(hs)
         assert check(hs).ok
         yield hs

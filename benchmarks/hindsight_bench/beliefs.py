@@ -208,7 +208,7 @@ def score_observations(rows: Sequence[dict[str, Any]], labels: dict[tuple[str, s
     for row in rows:
         lines, about = observation_lines(row, texts)
         check = check_grounded(row["summary"], lines, row["entity"], aliases=row.get("aliases", []),
-                               about_ids=about, embed=embed)
+                               about_ids=about, embed=embed, own_words=True)  # as the job checks
         for sentence in check.sentences:
             label = labels.get((row["key"], " ".join(sentence.text.split())))
             if label is None:
@@ -225,6 +225,75 @@ def score_observations(rows: Sequence[dict[str, Any]], labels: dict[tuple[str, s
             "supported_after": after[True] / n_after if n_after else None,
             "supported_kept_share": after[True] / before[True] if before[True] else None,
             "kept_unsupported": kept_unsupported}
+
+
+def score_extractive(sets: Sequence[tuple[dict[str, Any], GroundingReport, list[Any]]], belief_set: BeliefSet,
+                     data_files: dict[str, Path], embed: Callable[[Sequence[str]], Any] | None,
+                     max_facts: int = 40) -> dict[str, Any]:
+    """The default observations (``observation_mode="extractive"``) of the labelled observations' entities, made as
+    the job makes them from the facts the checks stored on the labelled sessions of their conversation, each
+    sentence scored by its fact's label: ``true`` and ``trivial`` are supported (trivial counted apart), ``wrong``
+    is not."""
+    from hindsight_core.reflect.observation_extract import extractive_check
+    from hindsight_core.reflect.observation_support import grounded_facts, mentions
+
+    facts_of: dict[str, list[tuple[str, str, dict[str, Any] | None, list[str], list[str]]]] = {}
+    lines_of: dict[str, list[tuple[str, str]]] = {}
+    for row, report, _ in sets:
+        conversation = row["session"].rsplit(":", 1)[0]
+        session = session_messages(data_files[row["dataset"]], row["session"])
+        when = session.timestamp
+        assert when is not None
+        lines_of.setdefault(conversation, []).extend(
+            (str(m["id"]), f"[{when.day} {when:%B %Y}] " + " ".join(f"{m['speaker']}: {m['text']}".split()))
+            for m in session.messages)
+        for fact in report.kept:
+            label = belief_set.labels.get((row["session"], fact_key(report.trimmed.get(fact.text, fact.text))))
+            if label is not None and label["label"] == "wrong" and label.get("wrong") == "citation" \
+                    and set(fact.sources) & set(label.get("says", [])):
+                label = {**label, "label": "true"}  # re-pointed to a message that says it
+            facts_of.setdefault(conversation, []).append(
+                (f"{row['session']}#{len(facts_of.get(conversation, []))}", fact.text, label,
+                 [e.name for e in fact.entities], list(fact.sources)))
+    counts: Counter[str] = Counter()
+    entities = sentences = 0
+    kept_wrong: list[dict[str, Any]] = []
+    for obs in belief_set.observations:
+        if obs["split"] not in {r["split"] for r, _, _ in sets}:
+            continue
+        conversation, name = obs["key"].split("|", 1)
+        names = [name, *obs.get("aliases", [])]
+        folded = {n.casefold() for n in names}
+        # The entity's facts, newest first (later sessions, later in a session), at most max_facts, as the job reads.
+        candidates = [f for f in reversed(facts_of.get(conversation, []))
+                      if folded & {e.casefold() for e in f[3]} or mentions(f[1], names)][:max_facts]
+        if not candidates:
+            continue
+        entities += 1
+        lines = lines_of[conversation]
+        mentioned = {i for i, text in lines if mentions(text, names)}
+        cited = {c for f in candidates for c in f[4]}
+        kept, _ = grounded_facts([(f[0], f[1]) for f in candidates], lines, name, aliases=names[1:],
+                                 about_ids=mentioned | cited, embed=embed)
+        by_id = {f[0]: f for f in candidates}
+        shown = [by_id[i] for i, _ in kept]
+        about = mentioned | {c for f in shown for c in f[4]}
+        _, check = extractive_check([(f[0], f[1]) for f in shown], lines, name, aliases=names[1:], about_ids=about,
+                                    embed=embed)
+        for sentence in check.kept:
+            sentences += 1
+            text = sentence.text.rstrip(".")
+            fact = next((f for f in shown if text and text in " ".join(f[1].split())), None)
+            label = fact[2] if fact is not None else None
+            kind = label["label"] if label is not None else "unlabelled"
+            counts[kind] += 1
+            if kind == "wrong":
+                kept_wrong.append({"key": obs["key"], "text": sentence.text, "wrong": label and label.get("wrong")})
+    labelled = counts["true"] + counts["trivial"] + counts["wrong"]
+    return {"entities": entities, "sentences": sentences, "unlabelled": counts["unlabelled"],
+            "supported": (counts["true"] + counts["trivial"]) / labelled if labelled else None,
+            "trivial_share": counts["trivial"] / labelled if labelled else None,
+            "wrong_share": counts["wrong"] / labelled if labelled else None, "kept_wrong": kept_wrong}
 
 
 def run_beliefs(
@@ -257,6 +326,9 @@ def run_beliefs(
             name: score_observations([r for r in belief_set.observations if r["split"] == name],
                                      belief_set.sentence_labels, texts, embed)
             for name in sorted({r["split"] for r in belief_set.observations}) if split in ("all", name)}
+    if belief_set.observations:
+        out["extractive"] = {name: score_extractive(rows, belief_set, data_files, embed)
+                             for name, rows in sorted(by_split.items())}
     log(format_beliefs(out))
     return out
 
@@ -308,4 +380,11 @@ def format_beliefs(result: dict[str, Any]) -> str:
         lines += ["", "Observation sentences the bundled model wrote, against labels given by reading:", "",
                   *md_table(["split", "observations", "sentences", "supported (all)", "kept by the check",
                              "supported (kept)", "supported sentences kept"], rows)]
+    if result.get("extractive"):
+        rows = [[name, e["entities"], e["sentences"], pct(e["supported"]), pct(e["wrong_share"]),
+                 pct(e["trivial_share"]), e["unlabelled"]] for name, e in result["extractive"].items()]
+        lines += ["", "Observations as the job writes them by default (observation_mode extractive: the entity's "
+                  "checked facts), each sentence scored by its fact's label:", "",
+                  *md_table(["split", "entities", "sentences", "supported", "wrong", "trivial (supported)",
+                             "unlabelled"], rows)]
     return "\n".join(lines)

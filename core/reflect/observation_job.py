@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
 from pydantic import BaseModel
@@ -38,6 +38,7 @@ from ..llm.base import LLM, ChatMessage
 from ..models import SUPERSEDED_BY_KEY, Document, Entity, Job, JobStatus, Memory, Network
 from ..retain.pipeline import FactWriter
 from ..stores.base import EntityStore, JobQueue, Supersession, UnitStore
+from .observation_extract import extractive_check
 from .observation_support import SupportCheck, check_grounded, grounded_facts, material_about
 from .observations import summarize_entity
 
@@ -56,6 +57,9 @@ COST_KEY = "cost"
 """Observation metadata: ``{"calls": model calls, "seconds": time}`` of the job run that wrote it."""
 
 T = TypeVar("T", bound=BaseModel)
+
+ObservationMode = Literal["extractive", "model"]
+"""How an observation is written: from the entity's checked facts (no model call) or by the model."""
 
 
 def rebuild_job(bank_id: str, entity_ids: list[str]) -> Job:
@@ -184,6 +188,7 @@ class ObservationWriter:
         *,
         first_evidence: int = 1,
         new_evidence: int = 1,
+        mode: ObservationMode = "extractive",
     ) -> None:
         self.store = store
         self.write_facts = write_facts
@@ -193,6 +198,8 @@ class ObservationWriter:
         self.embed = embed
         self.first_evidence = first_evidence
         self.new_evidence = new_evidence
+        # "extractive": the observation is the entity's checked facts (no model call); "model": a written summary.
+        self.mode = mode
         # (bank, entity) -> evidence when a draft was last tried: a try that kept nothing writes no observation to
         # record it in, and must not be repeated at every retain (in memory: after a restart it is tried once more).
         self._tried: dict[tuple[str, str], int] = {}
@@ -316,12 +323,21 @@ class ObservationWriter:
         if not shown and not kept:
             self._tried[(bank_id, entity_id)] = evidence
             return None
+        if self.mode == "extractive":
+            summary, check = extractive_check([(f.id, f.text) for f in shown_facts], lines, entity.name,
+                                              aliases=aliases, about_ids=about, embed=self.embed)
+            self._tried[(bank_id, entity_id)] = evidence
+            return ObservationDraft(entity, messages, shown_facts, [by_id[i] for i, _ in dropped], summary, check,
+                                    evidence, 0, time.perf_counter() - began)
         previous = self._previous(bank_id, entity_id)
         llm = _Counted(self._llm())
         summary = summarize_entity(llm, entity.name, [(f.id, fact_line(f)) for f in shown_facts],
                                    previous=previous.text if previous else None, messages=shown)
         self._tried[(bank_id, entity_id)] = evidence  # answered (a failed call is retried by the worker)
-        check = check_grounded(summary, lines, entity.name, aliases=aliases, about_ids=about, embed=self.embed)
+        # own_words: a sentence about a speaker rests on their own "I ..." or on a sentence naming them (dev: the
+        # model's kept sentences 56% -> 72% supported, hindsight bench beliefs).
+        check = check_grounded(summary, lines, entity.name, aliases=aliases, about_ids=about, embed=self.embed,
+                               own_words=True)
         return ObservationDraft(entity, messages, shown_facts, [by_id[i] for i, _ in dropped], summary, check,
                                 evidence, llm.calls, time.perf_counter() - began)
 

@@ -583,7 +583,7 @@ def _names_another(text: str, names: Sequence[str]) -> bool:
                 - {w for w in detail_words(text) if any(c.isdigit() for c in w)})
 
 
-def _usable(said: _Said, subject: _Subject, named: bool, about: bool) -> bool:
+def _usable(said: _Said, subject: _Subject, named: bool, about: bool, own_words: bool = False) -> bool:
     """Whether a message sentence can support a claim about ``subject``. ``named``: its message names the entity;
     ``about``: its message names it or a fact about it cites the message.
 
@@ -591,16 +591,23 @@ def _usable(said: _Said, subject: _Subject, named: bool, about: bool) -> bool:
     else), and another speaker's first person supports nothing about them. A sentence that names the subject
     supports it; a plain statement supports it when its message names the entity, one with "he", "she" or "it" when
     its message is about the entity; a question states nothing.
+
+    ``own_words``: a claim about a speaker rests on their own sentences in the first person ("I ...", "my ...") or on
+    another's sentence that names them; not on a remark of theirs without "I" (a listener echoing the other's news:
+    "The Grand Budapest Hotel is such a delightful watch!" after "I am watching The Grand Budapest Hotel") nor on
+    what another says to them ("You'll be an awesome mom").
     """
     if said.question:
         return False
     names_it = mentions(said.body, subject.names)
     if subject.speaker is not None and said.speaker is not None:
         if _same_name(said.speaker, subject.speaker):  # the subject's own words
+            if own_words:
+                return said.first_person
             return said.first_person or not (said.second_person or said.names_other)
         if said.first_person:  # another speaker's "I" is that speaker
             return False
-        return names_it or said.second_person  # said of the subject, or to them
+        return names_it or (said.second_person and not own_words)  # said of the subject, or to them
     if names_it:
         return True
     if said.third_person:  # "he", "it": the entity, in a message about it, unless the sentence names someone else
@@ -621,10 +628,12 @@ class _Messages:
     about: list[bool]
     """Per message: it is named, or among the ``about_ids`` (what the entity's facts cite)."""
     names: set[str]
+    own_words: bool = False
+    """Claims about a speaker rest on their own first-person sentences or on sentences naming them (``_usable``)."""
 
     @classmethod
     def of(cls, messages: Sequence[tuple[str, str]], entity_names: Sequence[str],
-           about_ids: Collection[str] | None) -> _Messages:
+           about_ids: Collection[str] | None, own_words: bool = False) -> _Messages:
         said = _said([str(t) for _, t in messages])
         speakers = sorted({s.speaker for s in said if s.speaker and s.speaker not in _ROLE_LABELS})
         ids = [str(i) for i, _ in messages]
@@ -632,12 +641,12 @@ class _Messages:
                  or (s.speaker is not None and any(_same_name(s.speaker, n) for n in entity_names))}
         about = [i in named or (about_ids is None or ids[i] in about_ids) for i in range(len(ids))]
         names = set().union(*(detail_words(s.text) for s in said)) - _MONTHS - _WEEKDAYS - _NUMBER_WORDS
-        return cls(ids, said, speakers, [i in named for i in range(len(ids))], about, names)
+        return cls(ids, said, speakers, [i in named for i in range(len(ids))], about, names, own_words)
 
     def usable(self, k: int, subject: _Subject) -> bool:
         """Whether message sentence ``k`` can support a claim about ``subject``."""
         said = self.said[k]
-        return _usable(said, subject, self.named[said.message], self.about[said.message])
+        return _usable(said, subject, self.named[said.message], self.about[said.message], self.own_words)
 
 
 def check_grounded(
@@ -653,6 +662,7 @@ def check_grounded(
     max_support_facts: int = MAX_SUPPORT_FACTS,
     repeat_similarity: float = REPEAT_SIMILARITY,
     repeats: bool = True,
+    own_words: bool = False,
 ) -> SupportCheck:
     """Check each sentence of ``summary`` about ``entity`` against raw ``messages`` (``(unit_id, line)`` pairs, a
     line ``[8 May 2023] Speaker: text`` as :func:`~hindsight_core.reflect.observation_job.fact_line` renders a raw
@@ -666,22 +676,23 @@ def check_grounded(
     ``max_support_facts`` such messages cover ``min_overlap`` of its content words or one reaches ``min_similarity``
     cosine with it. ``about_ids``: the messages known to be about the entity (its mentions, and what its facts
     cite); a message that names it or is said by it is about it anyway; None: every message is. The verdicts'
-    ``fact_ids`` are the ids of the supporting messages.
+    ``fact_ids`` are the ids of the supporting messages. ``own_words``: a sentence about a speaker rests only on
+    their own first-person sentences or on sentences naming them (stricter; the extractive observation uses it).
     """
     names = [n for n in (entity, *aliases) if n and n.strip()]
     return _check_sentences(split_sentences(summary), messages, names, about_ids, embed, min_overlap, min_similarity,
-                            max_support_facts, repeat_similarity, repeats)
+                            max_support_facts, repeat_similarity, repeats, own_words)
 
 
 def _check_sentences(
     sentences: list[str], messages: Sequence[tuple[str, str]], names: list[str], about_ids: Collection[str] | None,
     embed: Embed | None, min_overlap: float, min_similarity: float, max_support_facts: int,
-    repeat_similarity: float, repeats: bool,
+    repeat_similarity: float, repeats: bool, own_words: bool = False,
 ) -> SupportCheck:
     """:func:`check_grounded` of sentences already split."""
     if not sentences:
         return SupportCheck([])
-    known = _Messages.of(messages, names, about_ids)
+    known = _Messages.of(messages, names, about_ids, own_words)
     sims, sentence_sims = _similarities(embed, sentences, [s.text for s in known.said])
     verdicts: list[SentenceSupport] = []
     said_words: set[str] = set()

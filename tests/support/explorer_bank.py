@@ -59,7 +59,11 @@ def build(path: Path) -> ExplorerBank:
     from scripted_llm import ScriptedLLM
 
     llm = ScriptedLLM([{"summary": OBSERVATION}])
-    with Hindsight.open(path, llm=llm, start_worker=False) as hs:
+    from hindsight_core.config import CaraSettings, Settings
+
+    # The scripted model writes the observation (the bank is retained raw: an extractive one is made of facts).
+    with Hindsight.open(path, llm=llm, start_worker=False,
+                        settings=Settings(cara=CaraSettings(observation_mode="model"))) as hs:
         bank = hs.bank(BANK, name="Support bot", background="I help Emma plan her trips.")
         first = bank.retain(SESSION_1, timestamp="2025-03-02T10:00:00", document_id="chat-1", extract=False,
                             document_metadata={"channel": "web"})

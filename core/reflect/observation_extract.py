@@ -1,0 +1,74 @@
+"""Extractive observations (issue 36): an entity's observation made of its checked facts, with no model call.
+
+The bundled 1.5B model's summaries were the least trustworthy thing the bank wrote: read beside their messages, 36-45%
+of their sentences were supported (``hindsight bench beliefs``, model summaries), and the grounded check lifted the
+kept ones to only 50-56%, while a summary call took 6-80 s on 2 cores, about half of all background work. The
+entity's facts have passed two checks by then (the facts job's, against the messages each cites, and
+:func:`~hindsight_core.reflect.observation_support.grounded_facts`, against the raw messages about the entity with
+each speaker's "I" kept to that speaker), and read by the same labels they are supported about nine times in ten.
+
+So by default (``CaraSettings.observation_mode = "extractive"``) an observation is those facts: newest first, each a
+whole sentence, checked once more as a summary would be (about the entity, nothing a kept sentence already said), up
+to :data:`~hindsight_core.reflect.observations.SUMMARY_CHARS`. ``"model"`` keeps the model-written summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import replace
+
+from .observation_support import Embed, SupportCheck, check_grounded, is_whole_sentence
+from .observations import SUMMARY_CHARS
+
+__all__ = ["OVER_LENGTH", "compose_from_facts", "extractive_check"]
+
+OVER_LENGTH = "over length"
+"""The verdict reason of a supported sentence left out because the observation was already full."""
+
+
+def compose_from_facts(facts: Sequence[tuple[str, str]]) -> str:
+    """The facts' texts (``(id, text)``, newest first) as one candidate summary, each a whole sentence."""
+    out: list[str] = []
+    for _, text in facts:
+        sentence = " ".join(str(text).split())
+        if not sentence:
+            continue
+        out.append(sentence if is_whole_sentence(sentence) else sentence.rstrip(" ,;:") + ".")
+    return " ".join(out)
+
+
+def extractive_check(
+    facts: Sequence[tuple[str, str]],
+    messages: Sequence[tuple[str, str]],
+    entity: str,
+    *,
+    aliases: Sequence[str] = (),
+    about_ids: Collection[str] | None = None,
+    embed: Embed | None = None,
+    max_chars: int = SUMMARY_CHARS,
+    own_words: bool = True,
+) -> tuple[str, SupportCheck]:
+    """The extractive observation of ``entity``: ``(candidate summary, verdicts)``.
+
+    ``facts`` are the entity's facts the messages bear out (``(id, text)``, newest first); ``messages`` and
+    ``about_ids`` are what :func:`~hindsight_core.reflect.observation_support.check_grounded` reads. Each fact is
+    judged as a summary sentence would be (whole, about the entity, supported, not a repeat); the supported ones are
+    kept in order until ``max_chars`` is reached, the rest marked :data:`OVER_LENGTH`. The check's ``text`` is what
+    is stored and its ``fact_ids`` the messages it rests on.
+    """
+    summary = compose_from_facts(facts)
+    if not summary:
+        return "", SupportCheck([])
+    check = check_grounded(summary, messages, entity, aliases=aliases, about_ids=about_ids, embed=embed,
+                           own_words=own_words)
+    used = 0
+    verdicts = []
+    for verdict in check.sentences:
+        if verdict.supported:
+            size = len(verdict.text) + (1 if used else 0)
+            if used + size > max_chars:
+                verdict = replace(verdict, supported=False, reason=OVER_LENGTH, fact_ids=[])
+            else:
+                used += size
+        verdicts.append(verdict)
+    return summary, SupportCheck(verdicts)
