@@ -21,19 +21,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hindsight_core.cli.formats import evidence_ids, locomo_sessions
-from hindsight_core.recall.questions import memory_kind, message_text
-
-from .backends import QueryEmbeddingCache, open_embedded
-from .locomo import question_metrics, split_samples
-from .metrics import mean_percent
-from .report import md_table, run_info
-
+# The engine and the LoCoMo harness are imported when the benchmark runs: the command line stays light.
 RULES = ("off", "demote", "pair")
 METRICS = ("R@5", "R@10", "R@1000tok")
 
 
 def _question_or_short(text: str) -> bool:
+    from hindsight_core.recall.questions import message_text
+
     body = message_text(text)
     return body.rstrip().endswith("?") or len(body.split()) <= 3
 
@@ -51,6 +46,14 @@ def run_questions(
     """``datasets``: name -> (data file in LoCoMo's format, split). Returns, per dataset and rule, the mean
     metrics in percent, the top-result shares, and the questions whose top result changed."""
     from tqdm import tqdm
+
+    from hindsight_core.cli.formats import evidence_ids, locomo_sessions
+    from hindsight_core.recall.questions import memory_kind
+
+    from .backends import QueryEmbeddingCache, open_embedded
+    from .locomo import question_metrics, split_samples
+    from .metrics import mean_percent
+    from .report import run_info
 
     if not rules or rules[0] != "off":
         rules = ("off", *[r for r in rules if r != "off"])
@@ -132,6 +135,8 @@ def run_questions(
 
 def format_dataset(name: str, result: dict[str, Any]) -> str:
     """One dataset's table: a row per rule, with the difference to ``off``."""
+    from .report import md_table
+
     base = result["rules"]["off"]
     rows = []
     for rule, r in result["rules"].items():
