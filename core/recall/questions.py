@@ -23,6 +23,7 @@ What the classifier calls *pure* (decided here, tested in ``tests/test_questions
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +36,9 @@ QuestionKind = Literal["question", "acknowledgement"]
 
 MAX_QUESTION_WORDS = 25
 """A question longer than this is taken to carry information (a story told as a question)."""
+
+MAX_ACK_WORDS = 12
+"""A message without a question mark longer than this is never an acknowledgement."""
 
 MAX_HELD = 10
 """At most this many pure questions / acknowledgements wait for the next memory that says something; past it they
@@ -137,6 +141,7 @@ def _capitalised_names(text: str) -> frozenset[str]:
     return frozenset(out - _QUESTION_OPENERS - _LEAD_INS - _ACK_CORE - _ACK_FILLER - {"i"})
 
 
+@functools.lru_cache(maxsize=16384)  # recall classifies the same memories' texts again and again
 def classify(text: str) -> QuestionKind | None:
     """``"question"`` for a message that only asks (with greetings or acknowledgements around it),
     ``"acknowledgement"`` for one that only acknowledges or greets, None for anything that might say something.
@@ -144,6 +149,8 @@ def classify(text: str) -> QuestionKind | None:
     body = message_text(text)
     if not body or _BRACKETED.search(body) or "http" in body.lower():
         return None
+    if "?" not in body and len(body.split()) > MAX_ACK_WORDS:
+        return None  # the common case, a statement, decided without the sentence rules
     names = _capitalised_names(body)
     sentences = [s.strip() for s in _SENTENCES.findall(body) if s.strip() and _words(s)]
     if not sentences:
