@@ -23,6 +23,8 @@ def said(text: str, mid: str = "m") -> Memory:
     ("Chloe: The party is moving to 2 September, the club double-booked.", None, "party"),
     ("Carla: Also, we postponed Japan to next spring.", "event", "japan"),
     ("Sam: Also, I went fully vegan in January.", "diet", None),
+    ("Mia: We've moved Ella's 21st to 16 December, half her friends have exams.", "event", "ella"),
+    ("Rory: The ceilidh's moved to 14 October, the hall flooded.", "event", "ceilidh"),
 ])
 def test_a_change_of_the_speakers_own_situation_is_found(text: str, attribute: str | None, named: str | None) -> None:
     change = change_of(said(text))
@@ -49,6 +51,7 @@ def test_a_change_of_the_speakers_own_situation_is_found(text: str, attribute: s
     "Ana: Does anyone know a good dentist? Mine retired.",       # someone else retired
     "Grace: I bought a paddling pool. For myself.",              # a purchase, no vehicle
     "Lucía: The rebajas started, I bought a coat.",              # a start, no habit
+    "Tom: We moved the sofa to the window, much better light.",  # moved to a place, no date: no event
 ])
 def test_look_alikes_state_no_change_of_home_job_or_vehicle(text: str) -> None:
     change = change_of(said(text))
@@ -100,3 +103,27 @@ def test_reflect_is_told_which_memories_are_superseded() -> None:
     assert "superseded" not in next(x for x in text.splitlines() if "Porto" in x)
     # As of a time before the change, the old memory was current: nothing to say.
     assert "superseded" not in user_message("Where does Ana live?", [lisbon], datetime(2023, 6, 1, tzinfo=UTC))
+
+
+def test_an_event_moved_to_a_date_supersedes_its_dated_statement_only() -> None:
+    change = change_of(said("Mia: We've moved Ella's 21st to 16 December, half her friends have exams."))
+    assert change is not None and change.attributes == frozenset({"event"})
+    dated = said("Mia: Ella's 21st is on 9 December at the bowls club, you're all invited.", "old")
+    assert names(dated, "Mia", change.objects) is not None and states(dated, "Mia", change.attributes) is None
+
+
+def test_a_question_about_a_past_time_keeps_a_corrected_plan_first() -> None:
+    from datetime import UTC, datetime
+
+    from hindsight_core.models import TimeRange
+    from hindsight_core.recall.current import speaks_of
+
+    december = TimeRange(start=datetime(2023, 12, 1, tzinfo=UTC), end=datetime(2023, 12, 31, 23, 59, tzinfo=UTC))
+    plan = Memory(id="goa", bank_id="b", text="Kavya: We're going to Goa in December.",
+                  occurred_start=december.start, occurred_end=december.end)
+    kerala = plan.model_copy(update={"id": "kerala", "text": "Kavya: We cancelled Goa, Kerala in December instead."})
+    porto = Memory(id="porto", bank_id="b", text="Ana: We moved to Porto last month.",
+                   occurred_start=datetime(2024, 4, 1, tzinfo=UTC), occurred_end=datetime(2024, 4, 30, tzinfo=UTC))
+    tells = speaks_of(december)
+    assert tells(plan, kerala)       # the newer tells of December too: it corrects the plan
+    assert not tells(plan, porto)    # the newer tells of another time: the older stays first for December

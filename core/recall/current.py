@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 
-from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory
+from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory, TimeRange
 from ..temporal import TemporalConstraint
 
 MAX_CHAIN = 8
@@ -52,11 +52,12 @@ class CurrentNotes:
 
 def current_first(
     memories: Iterator[Memory], load: Callable[[Sequence[str]], list[Memory]], when: datetime | None,
-    notes: CurrentNotes,
+    notes: CurrentNotes, only: Callable[[Memory, Memory], bool] | None = None,
 ) -> Iterator[Memory]:
     """The memories in rank order, except that a memory not current at ``when`` (now when None) never comes before
     the memory that is current in its place: that one is brought in (``load``) where the superseded one ranked,
-    and the superseded one follows it. Lazy like the ranking it wraps."""
+    and the superseded one follows it. ``only(old, current)``: when given, only such pairs are reordered. Lazy like
+    the ranking it wraps."""
     shown: set[str] = set()
     for m in memories:
         if m.id in shown:
@@ -66,6 +67,8 @@ def current_first(
             yield m
             continue
         successor = _current_successor(m, load, when)
+        if successor is not None and only is not None and not only(m, successor):
+            successor = None
         if successor is not None and successor.id not in shown:
             shown.add(successor.id)
             notes.brought_by[successor.id] = m.id
@@ -79,10 +82,11 @@ def current_first(
 def past_first(
     memories: Iterator[Memory], superseded: Callable[[Sequence[str]], dict[str, list[str]]],
     load: Callable[[Sequence[str]], list[Memory]], notes: CurrentNotes, batch: int = 20,
+    unless: Callable[[Memory, Memory], bool] | None = None,
 ) -> Iterator[Memory]:
     """For a question about the past: the memories in rank order, each preceded by the memories it superseded (what
-    was true before it), brought in where it ranked (``notes.brought_by``: old id -> the current one). Reads ahead
-    ``batch`` memories at a time, one lookup for each batch."""
+    was true before it), brought in where it ranked (``notes.brought_by``: old id -> the current one), unless
+    ``unless(old, newer)``. Reads ahead ``batch`` memories at a time, one lookup for each batch."""
     shown: set[str] = set()
     while True:
         head = list(islice(memories, batch))
@@ -94,6 +98,8 @@ def past_first(
         for m in head:
             for old_id in olds.get(m.id, []):
                 old = found.get(old_id)
+                if old is not None and unless is not None and unless(old, m):
+                    continue
                 if old is not None and old.id not in shown:
                     shown.add(old.id)
                     notes.brought_by[old.id] = m.id
@@ -130,3 +136,18 @@ def as_believed(memory: Memory, when: datetime) -> Memory:
         return memory
     keys = (SUPERSEDED_BY_KEY, VALID_UNTIL_KEY, SUPERSESSION_KEY)
     return memory.model_copy(update={"metadata": {k: v for k, v in memory.metadata.items() if k not in keys}})
+
+
+def speaks_of(window: TimeRange) -> Callable[[Memory, Memory], bool]:
+    """For a question that names a past time ("Where is Kavya going on her December trip?" asked in May): whether the
+    newer of two memories tells of that time too (its occurrence overlaps ``window``). Then the newer one corrects
+    what the older said of it ("we cancelled Goa, we're going to Kerala in December instead"), and the order stays
+    current-first for that pair; a newer memory of another time ("we moved to Porto" for "Where did Ana live in
+    2022?") leaves the older one first."""
+    def newer_tells_of_it(_old: Memory, newer: Memory) -> bool:
+        start = newer.occurred_start or newer.mentioned_at
+        end = newer.occurred_end or start
+        if start is None or end is None:
+            return False
+        return (window.end is None or start <= window.end) and (window.start is None or end >= window.start)
+    return newer_tells_of_it

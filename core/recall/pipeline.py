@@ -20,7 +20,7 @@ from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
 from ..text.inputs import clean_text, parse_timestamp
 from ..validation import When, Window
 from . import channels as ch
-from .current import CurrentNotes, as_believed, asks_about_past, current_first, past_first
+from .current import CurrentNotes, as_believed, asks_about_past, current_first, past_first, speaks_of
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
 from .questions import QuestionNotes, questions_last, questions_paired
@@ -114,6 +114,9 @@ class RecallPipeline:
         notes = _Notes(as_of=believed_at)
         # Superseded memories follow what replaced them, unless the question is about the past or a time is given.
         notes.current_first = window is None and not asks_about_past(query, constraint, ref)
+        if not notes.current_first and window is None and not asks_about_past(query, None, ref) \
+                and constraint is not None and constraint.range is not None:
+            notes.asked_time = constraint.range  # past only by the time it names: see current.speaks_of
         chosen, used = self._select(bank_id, query, fused, nets, window, budget, max_memories, notes, timings)
         scores = dict(fused)
         # A memory brought in by another (a message by its fact, a current memory by the one it superseded) ranks
@@ -187,8 +190,11 @@ class RecallPipeline:
         if notes.current_first:
             memories = current_first(memories, load, notes.as_of, notes.current)
         else:  # a question about the past: what was true before comes before what replaced it
+            about = speaks_of(notes.asked_time) if notes.asked_time is not None else None
             memories = past_first(memories, lambda ids: self.store.superseded_by_ids(bank_id, ids), load,
-                                  notes.current)
+                                  notes.current, unless=about)
+            if about is not None:  # except where the newer memory tells of the asked time too: it corrects the older
+                memories = current_first(memories, load, notes.as_of, notes.current, only=about)
         if s.question_rule == "demote":
             memories = questions_last(memories, notes.questions)
         elif s.question_rule == "pair":
@@ -332,6 +338,8 @@ class _Notes:
     # ``recall(as_of=...)``: only what had been said by then, current as of then.
     as_of: datetime | None = None
     current_first: bool = True
+    asked_time: TimeRange | None = None
+    """The past time a question names, when that alone makes it a question about the past."""
     current: CurrentNotes = field(default_factory=CurrentNotes)
     questions: QuestionNotes = field(default_factory=QuestionNotes)
 

@@ -50,6 +50,7 @@ _PROFESSIONS = (r"teacher|nurse|postman|postwoman|engineer|developer|programmer|
                 r"electrician|plumber|carpenter|mechanic|paramedic|cashier|waiter|waitress|clerk|supervisor|"
                 r"pharmacist|dentist|vet|librarian|translator|writer|editor|photographer|scientist|researcher|"
                 r"firefighter|police officer|soldier|pilot|receptionist|secretary|student|intern|head|director")
+_MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATED = re.compile(rf"\b(?:{_DATE_WORDS}|tomorrow|tonight|week|month|year)", re.IGNORECASE)
 
 
@@ -120,8 +121,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"surgery", r"interview", r"scheduled", r"booked", r"planned", r"date"),
               _words(r"postponed", r"rescheduled", r"moved (?:it|the \w+) to", r"pushed (?:it |the \w+ )?back",
                      r"cancell?ed", r"brought (?:it )?forward", r"delayed", r"changed the date", r"new date",
-                     r"moved to (?:january|february|march|april|may|june|july|august|september|october|november|"
-                     r"december)")),
+                     # moved to a date: "moved Ella's 21st to 16 December", "the ceilidh's moved to 14 October"
+                     rf"moved (?:[\w'’]+ ){{0,3}}to (?:the )?(?:\d{{1,2}}(?:st|nd|rd|th)?\b|{_MONTHS}|next \w+|"
+                     r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)")),
     Attribute("habit",
               _words(r"run(?:s|ning)?", r"smok(?:e|es|ing)", r"gym", r"yoga", r"swim(?:ming)?", r"drink(?:ing)?",
                      r"coffee", r"meditat(?:e|ing)", r"routine", r"cycl(?:e|ing)", r"workouts?"),
@@ -235,13 +237,25 @@ _NOT_NAMES = frozenset({
 })
 
 
+# An event moved to a date names the event: "We've moved Ella's 21st to 16 December" -> ella, 21st.
+_MOVED_TO_DATE = re.compile(
+    rf"\bmoved\s+((?:[\w'’]+\s+){{1,3}}?)to\s+(?:the\s+)?(?:\d|(?:{_MONTHS})\b|next\b|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day)", re.IGNORECASE)
+
+
 def _named(clause: str) -> set[str]:
-    """The lower-cased words a change clause names as changed (see ``_VERB_OBJECT``, ``_SUBJECT_VERB``)."""
+    """The lower-cased words a change clause names as changed (see ``_VERB_OBJECT``, ``_SUBJECT_VERB``,
+    ``_MOVED_TO_DATE``)."""
     out: set[str] = set()
+    for m in _MOVED_TO_DATE.finditer(clause):
+        for w in m.group(1).casefold().replace("’", "'").split():
+            w = w.removesuffix("'s")
+            if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w:
+                out.add(w)
     for m in _VERB_OBJECT.finditer(clause):
         out.update(w for w in m.group(1).casefold().split() if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w)
     for m in _SUBJECT_VERB.finditer(clause):
-        w = m.group(1).casefold()
+        w = m.group(1).casefold().replace("’", "'").removesuffix("'s")  # "the ceilidh's moved to ..."
         if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w:
             out.add(w)
     return out
@@ -436,6 +450,8 @@ class SupersessionDetector:
         named = [(m, w) for m in earlier if (w := names(m, change.speaker, change.objects)) is not None]
         if change.attributes:  # "Miguel and I broke up": of the statements about Miguel, the one about the relationship
             named = [(m, w) for m, w in named if states(m, change.speaker, change.attributes) is not None] or named
+        if change.attributes == frozenset({"event"}):  # an event's state is its date: "Ella's 21st is on 9 December"
+            named = [(m, w) for m, w in named if _DATED.search(speaker_and_body(m)[1])]
         if named:
             old, word = max(named, key=lambda mw: mw[0].mentioned_at or mw[0].created_at)
             return old, {"named": word}

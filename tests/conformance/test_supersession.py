@@ -79,6 +79,27 @@ def test_recall_puts_what_is_current_first_and_keeps_the_past(backend: Backend, 
             bank.recall("Where does Ana live?", as_of="not a date")
 
 
+def test_a_corrected_plan_comes_first_when_the_question_names_its_time(backend: Backend, embedder: Any,
+                                                                        bank_id: str) -> None:
+    # "December" asked in May names a past month: a question about the past, yet the cancellation tells of that
+    # December too, so it comes before the plan it corrected (the plan still follows it).
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        bank.retain([say("Kavya", "We're going to Goa in December for my birthday, the beach shack is booked.",
+                         "k1", 60)], document_id="k1", extract=False, background=False)
+        bank.retain([say("Kavya", "We cancelled Goa, we're going to Kerala in December instead.", "k2", 300)],
+                    document_id="k2", extract=False, background=False)
+        units = {m.sources[0]: m for m in hs.store.get_units(bank_id, list(hs.store.unit_ids(bank_id)))}
+        assert units["k1"].superseded_by == units["k2"].id
+        ranked = [m.sources[0] for m in bank.recall("Where is Kavya going on her December trip?",
+                                                    reference_time=datetime(2024, 5, 5, tzinfo=UTC)).memories]
+        assert ranked.index("k2") < ranked.index("k1")
+        # A question with a past cue still puts what was true before first.
+        before = [m.sources[0] for m in bank.recall("Where was Kavya going before, in December?",
+                                                    reference_time=datetime(2024, 5, 5, tzinfo=UTC)).memories]
+        assert before.index("k1") < before.index("k2")
+
+
 def test_a_correction_supersedes_and_is_audited(backend: Backend, embedder: Any, bank_id: str) -> None:
     with backend.open(embedder) as hs:
         by_msg = fill(hs, bank_id)
