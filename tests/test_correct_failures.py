@@ -97,6 +97,47 @@ def test_a_correction_failing_inside_its_transaction_changes_nothing_and_a_retry
         assert_sound(hs, bank_id)
 
 
+def test_a_correction_whose_vector_index_fails_changes_nothing(
+    backend: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bank_id = backend["bank"]
+    with open_spec(backend) as hs:
+        wrong = fill(hs, bank_id)["r1"]
+        bank = hs.bank(bank_id)
+        before = hs.store.unit_ids(bank_id)
+
+        def unreachable(*args: Any, **kwargs: Any) -> None:
+            raise StoreError("injected: the vector index is unreachable")
+
+        monkeypatch.setattr(hs.index, "upsert", unreachable)
+        with pytest.raises(StoreError):
+            bank.correct(wrong.id, "Rui works as a paramedic.")
+        monkeypatch.undo()
+        assert hs.store.unit_ids(bank_id) == before and bank.get(wrong.id).superseded_by is None  # type: ignore[union-attr]
+        assert_sound(hs, bank_id)
+        fixed = bank.correct(wrong.id, "Rui works as a paramedic.")
+        assert bank.get(wrong.id).superseded_by == fixed.id  # type: ignore[union-attr]
+        assert_sound(hs, bank_id)
+
+
+@pytest.mark.xfail(strict=True, reason="RetainPipeline._commit (core/retain/pipeline.py) takes any error of the graph "
+                   "write for 'nothing was changed' and deletes the new vectors, also when the commit itself went "
+                   "through: the committed memory has no vector until a retry replaces it or the next open reconciles")
+def test_a_correction_whose_commit_stood_keeps_its_vector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with open_spec({"path": str(tmp_path / "m")}) as hs:
+        wrong = fill(hs, "lost")["r1"]
+        real = hs.store.add_units
+
+        def lost_answer(*args: Any, **kwargs: Any) -> Any:
+            real(*args, **kwargs)
+            raise StoreError("injected: the connection dropped after the commit")
+
+        monkeypatch.setattr(hs.store, "add_units", lost_answer)
+        with pytest.raises(StoreError):
+            hs.bank("lost").correct(wrong.id, "Rui works as a paramedic.")
+        assert_sound(hs, "lost")
+
+
 def test_a_correction_failing_after_its_commit_is_completed_by_a_retry(
     backend: dict[str, Any], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -123,35 +164,35 @@ def test_a_correction_failing_after_its_commit_is_completed_by_a_retry(
         assert_sound(hs, bank_id)
 
 
-@pytest.mark.parametrize("kill", ["before-commit", "after-commit"])
-def test_a_correction_killed_half_way_is_recovered_and_completed_by_a_retry(
-    backend: dict[str, Any], kill: str,
-) -> None:
-    """SIGKILL after the vector was written and before the graph commit, or after the commit and before the replaced
-    vectors went: the next process recovers the dead one's marks, and a retry leaves one correction."""
-    if backend["name"] == "server" and kill == "before-commit":
-        pytest.skip("one kill point on the server keeps the file fast; the recovery code is the same")
-    bank_id = backend["bank"]
+def test_a_correction_killed_half_way_is_recovered_and_completed_by_a_retry(backend: dict[str, Any]) -> None:
+    """SIGKILL after the vector was written and before the graph commit (bank ``-before``), or after the commit and
+    before the replaced vectors went (``-after``): the next process recovers the dead ones' marks on open, and a
+    retry leaves one correction. (The server backend runs the second; its recovery code is the same.)"""
+    kills = ["before-commit", "after-commit"] if backend["name"] == "embedded" else ["after-commit"]
+    banks = {kill: f"{backend['bank']}-{kill.split('-')[0]}" for kill in kills}
+    wrong, first = {}, {}
     with open_spec(backend) as hs:
-        wrong = fill(hs, bank_id)["r1"]
-        first = hs.bank(bank_id).correct(wrong.id, "Rui works as a firefighter.")  # replaced by the killed one
-    code, _, err = finish(spawn(backend, "correct", bank_id, wrong.id, "Rui works as a paramedic.", "-", kill))
-    assert code == -9, err
-    with open_spec(backend) as hs:
-        hs.recover()
-        bank = hs.bank(bank_id)
-        held = _corrections(hs, bank_id, wrong.id)
-        if kill == "before-commit":  # nothing of it: the first correction stands
-            assert held == [first.id] and bank.get(wrong.id).superseded_by == first.id  # type: ignore[union-attr]
-        else:  # all of it in the graph: the new correction replaced the first and holds the supersession
-            assert len(held) == 1 and held[0] != first.id
-            assert bank.get(wrong.id).superseded_by == held[0]  # type: ignore[union-attr]
-        hs.engine.vectors.sync()
-        assert_sound(hs, bank_id)
-        again = bank.correct(wrong.id, "Rui works as a paramedic.", by="rui")
-        assert _corrections(hs, bank_id, wrong.id) == [again.id]
-        assert bank.get(wrong.id).superseded_by == again.id  # type: ignore[union-attr]
-        assert_sound(hs, bank_id)
+        for kill, bank_id in banks.items():
+            wrong[kill] = fill(hs, bank_id)["r1"]
+            first[kill] = hs.bank(bank_id).correct(wrong[kill].id, "Rui works as a firefighter.")  # replaced next
+    procs = [spawn(backend, "correct", banks[k], wrong[k].id, "Rui works as a paramedic.", "-", k) for k in kills]
+    for proc in procs:  # both killed at once: their start-up overlaps
+        code, _, err = finish(proc)
+        assert code == -9, err
+    with open_spec(backend) as hs:  # opening recovers what the dead processes left (their marked vectors)
+        for kill, bank_id in banks.items():
+            bank, old = hs.bank(bank_id), wrong[kill]
+            held = _corrections(hs, bank_id, old.id)
+            if kill == "before-commit":  # nothing of it: the first correction stands
+                assert held == [first[kill].id] and bank.get(old.id).superseded_by == first[kill].id  # type: ignore[union-attr]
+            else:  # all of it in the graph: the new correction replaced the first and holds the supersession
+                assert len(held) == 1 and held[0] != first[kill].id
+                assert bank.get(old.id).superseded_by == held[0]  # type: ignore[union-attr]
+            assert_sound(hs, bank_id)
+            again = bank.correct(old.id, "Rui works as a paramedic.", by="rui")
+            assert _corrections(hs, bank_id, old.id) == [again.id]
+            assert bank.get(old.id).superseded_by == again.id  # type: ignore[union-attr]
+            assert_sound(hs, bank_id)
 
 
 def test_two_processes_correcting_the_same_memory_leave_one_correction(
@@ -284,6 +325,25 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(backend: dict[str, Any])
         assert bank.get(fixed.id).superseded_by == fixed_again.id  # type: ignore[union-attr]
         opinion = bank.add_opinion("Rui is a careful nurse.", 0.7, based_on=[wrong.id])
         changed = bank.correct(opinion.id, "Rui is a careful paramedic.")
-        assert changed.network == opinion.network
+        # An opinion corrected is an opinion still: held as firmly, its history starting with its formation.
+        assert changed.network == opinion.network and changed.confidence == opinion.confidence
+        assert [e.label for e in bank.opinion_history(changed.id)] == ["formed"]
         assert [o.id for o in bank.opinions()] and bank.recall("Rui paramedic").memories
         assert_sound(hs, bank_id)
+
+
+@pytest.mark.xfail(strict=True, reason="the retain pipeline's replace does not carry a correction over to the memory "
+                   "that replaces the corrected one (core/retain/pipeline.py, not the corrector's)")
+def test_retaining_the_corrected_memorys_document_again_keeps_it_corrected(tmp_path: Path) -> None:
+    """The correction lives under its own document so that retaining the source document again never drops it; but
+    the memory that replaces the corrected one is current again, and the correction corrects a memory that is gone.
+    (Forgetting the document still takes the correction along: ``test_forget_failures``.)"""
+    spec = {"path": str(tmp_path / "m")}
+    with open_spec(spec) as hs:
+        bank = hs.bank("again")
+        said = [{"speaker": "Rui", "text": "I work as a nurse at the Santa Maria hospital.", "id": "r1"}]
+        wrong = bank.retain(said, document_id="s1", extract=False, background=False).memories[0]
+        fixed = bank.correct(wrong.id, "Rui works as a paramedic.")
+        again = bank.retain(said, document_id="s1", extract=False, background=False).memories[0]
+        assert bank.get(fixed.id) is not None
+        assert bank.get(again.id).superseded_by == fixed.id  # type: ignore[union-attr]

@@ -169,6 +169,10 @@ def child(argv: list[str]) -> None:
     with open_spec(spec) as hs:
         bank = hs.bank(bank_id)
         hs.embedder.embed(["warm up"])
+        if op == "correct":  # the extractor's model loaded before the race, so that both reach the store together
+            from hindsight_core.models import Message
+
+            hs.engine.corrector.extractor().extract([Message(text="Warm up.", timestamp=T0)], document_time=T0)
         if go != "-":
             Path(f"{go}.ready.{os.getpid()}").write_text("ok")
             deadline = time.monotonic() + 120

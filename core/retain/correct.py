@@ -2,7 +2,8 @@
 
 The corrected memory is stored as a new memory that supersedes the wrong one (``Memory.superseded_by``), in one
 transaction: nothing is deleted, so the history shows what the bank believed and who corrected it when. The new
-memory keeps the wrong one's network and sources (it corrects what those messages were taken to say) and lives
+memory keeps the wrong one's network and sources (it corrects what those messages were taken to say), an opinion's
+confidence (with a history that starts at its formation), and lives
 under a document of its own (``correction:<id of the corrected memory>``), so that re-retaining the source document
 never drops it; correcting the same memory again replaces the earlier correction.
 
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 
 from ..errors import ConflictError, InvalidInputError, MemoryNotFoundError
 from ..extract.base import ExtractedFact
-from ..models import Document, Memory, Message, RetainResult, utcnow
+from ..models import Document, Memory, Message, OpinionEvent, RetainResult, utcnow
 from ..stores.base import UnitStore
 from ..text.inputs import clean_text
 
@@ -92,6 +93,11 @@ class Corrector:
         fact.network = old.network
         fact.sources = list(old.sources)
         fact.mentioned_at = now
+        fact.confidence = old.confidence  # an opinion corrected is still held as firmly (None for other networks)
+
+        def formed(units: list[Memory]) -> list[OpinionEvent]:  # an opinion's history starts with its formation
+            return [OpinionEvent(opinion_id=u.id, at=now, label="formed", new_confidence=u.confidence,
+                                 rationale=f"correction of {old.id}") for u in units if u.confidence is not None]
         doc = Document(id=correction_document_id(old.id), bank_id=bank_id, content=text, timestamp=now)
         meta: dict[str, Any] = {CORRECTION_KEY: {"of": old.id, "by": by, "at": now.isoformat()}}
         if old.document_id is not None:
@@ -99,14 +105,16 @@ class Corrector:
         how = {"by": "correction", "corrector": by}
         for _ in range(MAX_ATTEMPTS):
             # Replaces what an earlier correction (or a failed one) left under the document, in the same transaction.
-            new = self.write(doc, [fact], metadata=meta, supersedes=[(0, old.id, how)]).memories[0]
+            new = self.write(doc, [fact], metadata=meta, opinion_events=formed,
+                             supersedes=[(0, old.id, how)]).memories[0]
             outcome = self._settle(bank_id, old.id, new.id, doc.id)
             if outcome == "done":
                 return new
             if outcome == "forgotten":
                 self.write(doc, [])  # the corrections of a forgotten memory go with it
-                raise MemoryNotFoundError(f"memory {memory_id[:80]!r} of bank {bank_id!r} was forgotten while it was "
-                                          "being corrected; nothing of the correction was kept")
+                raise MemoryNotFoundError(f"memory {memory_id[:80]!r} of bank {bank_id!r} was forgotten (or replaced "
+                                          "by a retain of its document) while it was being corrected; nothing of the "
+                                          "correction was kept")
         raise ConflictError(f"memory {memory_id[:80]!r} of bank {bank_id!r} kept being corrected by other processes "
                             f"({MAX_ATTEMPTS} tries); the latest of their corrections stands, call again to replace it")
 

@@ -47,10 +47,11 @@ class Dependents:
         return out
 
 
-def rests_on(metadata: dict[str, Any], gone: set[str]) -> str | None:
+def rests_on(metadata: dict[str, Any], gone: set[str], documents: frozenset[str] = frozenset()) -> str | None:
     """The kind of memory ``metadata`` describes if it rests on any of ``gone``, else None: a fact citing a deleted
-    message, an observation written from one, a correction of one, an opinion with one among its evidence (an
-    opinion's text may repeat its evidence, so it goes with any of it)."""
+    message, an observation written from one, a correction of one or of a memory of a deleted document (of
+    ``documents``: the corrected memory may have been replaced since, by a retain of the document again), an opinion
+    with one among its evidence (an opinion's text may repeat its evidence, so it goes with any of it)."""
     def named(key: str) -> bool:
         value = metadata.get(key)
         return isinstance(value, list) and any(str(v) in gone for v in value)
@@ -60,17 +61,21 @@ def rests_on(metadata: dict[str, Any], gone: set[str]) -> str | None:
     if named("facts") and metadata.get("entity_id"):
         return "observation"
     correction = metadata.get("correction")
-    if isinstance(correction, dict) and str(correction.get("of")) in gone:
+    if isinstance(correction, dict) and (str(correction.get("of")) in gone
+                                         or str(correction.get("document_id")) in documents):
         return "correction"
     if named("based_on") or named("against"):
         return "opinion"
     return None
 
 
-def dependents(references: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str]) -> Dependents:
-    """Everything that rests on ``ids``, followed until nothing more does (an observation written from a fact that
-    cites a deleted message goes too), given the bank's ``(id, metadata)`` of memories with references."""
+def dependents(references: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[str],
+               documents: Sequence[str] = ()) -> Dependents:
+    """Everything that rests on ``ids`` (and on the deleted ``documents``), followed until nothing more does (an
+    observation written from a fact that cites a deleted message goes too), given the bank's ``(id, metadata)`` of
+    memories with references."""
     gone = set(ids)
+    docs = frozenset(documents)
     found = Dependents()
     changed = True
     while changed:
@@ -78,7 +83,7 @@ def dependents(references: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[s
         for uid, meta in references:
             if uid in gone:
                 continue
-            kind = rests_on(meta, gone)
+            kind = rests_on(meta, gone, docs)
             if kind is None:
                 continue
             gone.add(uid)
@@ -128,13 +133,13 @@ class ForgetPipeline:
         try:
             if document_id is not None:
                 asked = store.units_of_document(bank_id, document_id)
-                found = dependents(store.units_with_references(bank_id), asked)
+                found = dependents(store.units_with_references(bank_id), asked, [document_id])
                 # The document, its units and what rests on them go in one transaction with the rebuild job: a crash
                 # never leaves a summary of what was forgotten, nor a forgotten document without its observation job.
                 gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner, also=list(found.kinds),
                                              jobs=self._jobs(bank_id, found))
                 self.vectors.finish_delete(bank_id, gone)
-                later = self._late_dependents(bank_id, gone, found)
+                later = self._late_dependents(bank_id, gone, found, [document_id])
                 return Forgotten([*gone, *later], {"memories": len(set(gone) - set(found.kinds)), **found.counts()})
             if memory_id is not None:
                 ids = [memory_id]
@@ -156,14 +161,15 @@ class ForgetPipeline:
             # calling it again is what finishes it.
             self._reembed_neighbours()
 
-    def _late_dependents(self, bank_id: str, gone: Sequence[str], found: Dependents) -> list[str]:
+    def _late_dependents(self, bank_id: str, gone: Sequence[str], found: Dependents,
+                         documents: Sequence[str] = ()) -> list[str]:
         """Delete what another process made rest on ``gone`` while they were being deleted (a correction, a fact, an
         opinion committed after the dependents were read); counted into ``found``; returns their ids."""
         late: list[str] = []
         deleted = set(gone)
         for _ in range(10):  # each round is another process's commit; more is not a race but a stream of writes
             refs = [(uid, meta) for uid, meta in self.store.units_with_references(bank_id) if uid not in deleted]
-            more = dependents(refs, list(deleted))
+            more = dependents(refs, list(deleted), documents)
             if not more.kinds:
                 break
             ids = list(more.kinds)
