@@ -12,7 +12,7 @@ import bisect
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from ..errors import BankNotFoundError, InvalidInputError, MemoryNotFoundError, shown
@@ -28,11 +28,13 @@ from ..models import (
     Message,
     Network,
     Recall,
+    utcnow,
 )
-from ..reflect.observation_job import observation_document_id
+from ..reflect.observation_job import EVIDENCE_KEY, FACT_NETWORKS, SUPPORT_KEY, observation_document_id
 from ..retain.correct import CORRECTION_KEY
 from ..temporal.timestamps import parse_timestamp
 from ..text.inputs import document_input
+from ..text.words import split_sentences
 
 if TYPE_CHECKING:
     from ..bank import Bank
@@ -56,6 +58,19 @@ TIMELINE_TEXT = 160
 """Characters of a memory's text that the timeline carries (its tooltip); the memory page has the rest."""
 AUDIT_SCAN = 20_000
 """Most audit entries the timeline reads to find a bank's forgets (and the retains that stored what they removed)."""
+
+GROWTH_SCAN = 20_000
+"""Most memories (the newest stored) that the overview's growth chart and an entity's chart count by day."""
+JOB_SCAN = 5_000
+"""Most jobs (the newest queued) that the overview's job charts and rejected-facts summary read."""
+FRESHNESS_MAX = 200
+"""Most observations (the newest stored) whose freshness the overview shows."""
+REJECTION_SAMPLES = 20
+"""Rejected facts the overview lists (the jobs keep a sample of theirs each)."""
+CHANGES_SCAN = 2_000
+"""Most memories mentioning an entity (the newest stored) read to find its superseded values."""
+DAY_MS = 86_400_000
+HOUR_MS = 3_600_000
 
 
 class NotFoundError(LookupError):
@@ -105,6 +120,41 @@ def timeline_json(m: Memory) -> dict[str, Any]:
     return {"id": m.id, "network": m.network.value, "start": _ms(m.occurred_start), "end": _ms(m.occurred_end),
             "said": _ms(m.mentioned_at), "stored": _ms(m.created_at), "superseded_by": m.superseded_by,
             "valid_until": _ms(m.valid_until), "confidence": m.confidence, "text": text}
+
+
+def _bucket(value: datetime, size_ms: int) -> int:
+    """The start (ms since the epoch, UTC) of the hour or day that ``value`` falls in."""
+    ms = round(value.timestamp() * 1000)
+    return ms - ms % size_ms
+
+
+def per_bucket(rows: Sequence[tuple[datetime | None, str]], keys: Sequence[str],
+               size_ms: int = DAY_MS) -> dict[str, Any]:
+    """``rows`` of (time, key) counted per hour or day and key: ``{"x": [bucket starts, ms], "counts": {key:
+    [count per bucket]}}``, the buckets in time order (only those that hold a row); rows without a time are
+    left out."""
+    table: dict[int, dict[str, int]] = {}
+    for when, key in rows:
+        if when is not None:
+            row = table.setdefault(_bucket(when, size_ms), {})
+            row[key] = row.get(key, 0) + 1
+    xs = sorted(table)
+    return {"x": xs, "counts": {k: [table[x].get(k, 0) for x in xs] for k in keys}}
+
+
+def observation_sentences(m: Memory) -> list[dict[str, Any]]:
+    """An observation's text as its kept sentences, in order, each with the positions in ``metadata["facts"]`` of
+    the messages it rests on (``metadata["support"]``). When the text does not split into as many sentences as
+    there are support lists (an observation written before they were recorded, or a sentence with a full stop
+    inside), it is one piece resting on all of them."""
+    facts = m.metadata.get("facts")
+    support = m.metadata.get(SUPPORT_KEY)
+    ids = [str(f) for f in facts] if isinstance(facts, list) else []
+    pieces = split_sentences(m.text)
+    if isinstance(support, list) and len(support) == len(pieces) and all(isinstance(s, list) for s in support):
+        return [{"text": text, "facts": [ids[i] for i in s if isinstance(i, int) and 0 <= i < len(ids)]}
+                for text, s in zip(pieces, support, strict=True)]
+    return [{"text": m.text, "facts": ids}]
 
 
 def audit_json(e: AuditEntry) -> dict[str, Any]:
@@ -218,6 +268,123 @@ class Explorer:
     def stats(self, bank_id: str) -> dict[str, Any]:
         """The bank's full counts (``Bank.stats``: documents and jobs by status, links by type, vectors)."""
         return self.bank(bank_id).stats()
+
+    # the overview's pictures ---------------------------------------------------------------------------------
+    def overview(self, bank_id: str) -> dict[str, Any]:
+        """What the overview draws: how the bank grew (``growth``), the jobs' backlog and throughput (``jobs``),
+        the facts the checks rejected and why (``rejected``) and how fresh the observations are (``freshness``)."""
+        self.bank(bank_id)
+        jobs = self._scan_jobs(bank_id)
+        return {"growth": self.growth(bank_id), "jobs": self._job_flow(jobs, len(jobs) >= JOB_SCAN),
+                "rejected": self._rejected(jobs), "freshness": self._freshness(bank_id)}
+
+    def growth(self, bank_id: str, *, entity_id: str | None = None) -> dict[str, Any]:
+        """Memories per day and network (of one entity's, with ``entity_id``), by the day each was stored
+        (``stored``) and by the day it was said (``said``: its mention, else its occurrence); the newest
+        ``GROWTH_SCAN`` stored, ``truncated`` beyond."""
+        total = self.store.count_units(bank_id, entity_id=entity_id)
+        units = self._newest(bank_id, GROWTH_SCAN, entity_id=entity_id)
+        keys = [n.value for n in Network]
+        return {"stored": per_bucket([(m.created_at, m.network.value) for m in units], keys),
+                "said": per_bucket([(m.mentioned_at or m.occurred_start, m.network.value) for m in units], keys),
+                "scanned": len(units), "total": total, "truncated": total > len(units)}
+
+    def _newest(self, bank_id: str, cap: int, *, entity_id: str | None = None,
+                network: Network | None = None) -> list[Memory]:
+        """The newest stored ``cap`` memories (of one entity, one network), read in batches."""
+        out: list[Memory] = []
+        offset = 0
+        while offset < cap:
+            want = min(TIMELINE_BATCH, cap - offset)
+            ids = self.store.page_units(bank_id, network=network, entity_id=entity_id, limit=want, offset=offset)
+            offset += len(ids)
+            out.extend(self.store.get_units(bank_id, ids) if ids else [])
+            if len(ids) < want:
+                break
+        return out
+
+    def _scan_jobs(self, bank_id: str) -> list[Job]:
+        out: list[Job] = []
+        while len(out) < JOB_SCAN:
+            page = self.store.page_jobs(bank_id, limit=MAX_PAGE, offset=len(out))
+            out.extend(page)
+            if len(page) < MAX_PAGE:
+                break
+        return out[:JOB_SCAN]
+
+    @staticmethod
+    def _job_flow(jobs: Sequence[Job], truncated: bool) -> dict[str, Any]:
+        """Jobs by status now; how many were queued per hour (when they span under three days) or per day, by
+        their status now (so ``done`` per bucket is the throughput of the work queued then: the store does not
+        record when a job finished); the backlog: queued (due now or waiting for a retry), running, the oldest
+        queued."""
+        now = utcnow()
+        statuses = [s.value for s in JobStatus]
+        created = [j.created_at for j in jobs]
+        size = HOUR_MS if created and max(created) - min(created) < timedelta(days=3) else DAY_MS
+        queued = [j for j in jobs if j.status == JobStatus.QUEUED]
+        kinds: dict[str, dict[str, int]] = {}
+        for j in jobs:
+            row = kinds.setdefault(j.kind, {})
+            row[j.status.value] = row.get(j.status.value, 0) + 1
+        return {
+            "by_status": {s: sum(1 for j in jobs if j.status.value == s) for s in statuses},
+            "by_kind": kinds, "bucket": "hour" if size == HOUR_MS else "day",
+            "queued_per_bucket": per_bucket([(j.created_at, j.status.value) for j in jobs], statuses, size),
+            "backlog": {"queued": len(queued), "due": sum(1 for j in queued if j.run_after <= now),
+                        "waiting": sum(1 for j in queued if j.run_after > now),
+                        "running": sum(1 for j in jobs if j.status == JobStatus.RUNNING),
+                        "oldest_queued": _iso(min((j.created_at for j in queued), default=None))},
+            "scanned": len(jobs), "truncated": truncated,
+        }
+
+    @staticmethod
+    def _rejected(jobs: Sequence[Job]) -> dict[str, Any]:
+        """What the fact checks rejected, summed over the finished jobs that report it (``Job.result``:
+        ``facts``, ``rejected``, ``rejected_by_reason``, a sample in ``rejections``): totals, per reason, and the
+        newest samples with their job and document."""
+        reasons: dict[str, int] = {}
+        kept = rejected = reporting = 0
+        samples: list[dict[str, Any]] = []
+        for j in jobs:  # newest first
+            r = j.result
+            if not isinstance(r, dict) or "rejected" not in r:
+                continue
+            reporting += 1
+            kept += int(r.get("facts") or 0)
+            rejected += int(r.get("rejected") or 0)
+            by = r.get("rejected_by_reason")
+            for reason, n in (by.items() if isinstance(by, dict) else ()):
+                reasons[str(reason)] = reasons.get(str(reason), 0) + int(n or 0)
+            for sample in r.get("rejections") or []:
+                if isinstance(sample, dict) and len(samples) < REJECTION_SAMPLES:
+                    samples.append({"text": str(sample.get("text", "")), "reason": str(sample.get("reason", "")),
+                                    "detail": str(sample.get("detail", "") or ""),
+                                    "sources": [str(x) for x in sample.get("sources") or []], "job_id": j.id,
+                                    "document_id": j.payload.get("document_id"), "at": _iso(j.created_at)})
+        return {"jobs": reporting, "facts": kept, "rejected": rejected,
+                "by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))), "samples": samples}
+
+    def _freshness(self, bank_id: str) -> dict[str, Any]:
+        """Each observation (the newest ``FRESHNESS_MAX``) against its entity now: the raw messages and facts that
+        mentioned the entity when it was written (``metadata["evidence"]``) and now, and how many arrived since;
+        stalest first."""
+        total = self.store.count_units(bank_id, network=Network.OBSERVATION)
+        rows = []
+        for m in self._newest(bank_id, FRESHNESS_MAX, network=Network.OBSERVATION):
+            entity_id = m.metadata.get("entity_id")
+            then = m.metadata.get(EVIDENCE_KEY)
+            now = (sum(self.store.count_units(bank_id, network=n, entity_id=str(entity_id)) for n in FACT_NETWORKS)
+                   if entity_id else None)
+            written = int(then) if isinstance(then, int | float) else None
+            name = m.metadata.get("entity") or ", ".join(m.entities)
+            rows.append({"id": m.id, "entity_id": entity_id, "entity": name,
+                         "written": _iso(m.created_at), "said": _iso(m.mentioned_at), "evidence_then": written,
+                         "evidence_now": now, "superseded_by": m.superseded_by,
+                         "new_since": now - written if now is not None and written is not None else None})
+        rows.sort(key=lambda r: (-int(r["new_since"] or 0), str(r["entity"] or "")))
+        return {"observations": rows, "total": total, "truncated": total > len(rows),
+                "current": sum(1 for r in rows if r["new_since"] == 0 and not r["superseded_by"])}
 
     # memories ------------------------------------------------------------------------------------------------
     def memories(
@@ -443,6 +610,33 @@ class Explorer:
             "observation": self._observation(bank_id, found.id),
             "related": [{"entity": entity_json(others[i]), "shared": n} for i, n in pairs if i in others],
         }
+
+    def entity_history(self, bank_id: str, entity_id: str) -> dict[str, Any]:
+        """An entity's page beyond its card: its memories per day (``growth``), its values that changed (each
+        memory mentioning it that was superseded, with the memory that superseded it; among the newest
+        ``CHANGES_SCAN``) and its observation's sentences, each with the messages it rests on."""
+        self.bank(bank_id)
+        if not self.store.get_entities(bank_id, [entity_id]):
+            raise NotFoundError(f"no entity {shown(entity_id)} in bank {bank_id!r}")
+        units = self._newest(bank_id, CHANGES_SCAN, entity_id=entity_id)
+        old = [m for m in units if m.superseded_by and m.network != Network.OBSERVATION]
+        newer = {u.id: u for u in self.store.get_units(bank_id, [m.superseded_by or "" for m in old])}
+        changes = [{"memory": brief_json(m),
+                    "by": brief_json(newer[m.superseded_by]) if m.superseded_by in newer
+                    else {"id": m.superseded_by, "missing": True}}
+                   for m in sorted(old, key=lambda m: m.valid_until or m.created_at, reverse=True)]
+        observation = self._observation(bank_id, entity_id)
+        sentences: list[dict[str, Any]] = []
+        if observation is not None:
+            unit = self.store.get_units(bank_id, [observation["id"]])[0]
+            pieces = observation_sentences(unit)
+            basis = {u.id: u for u in self.store.get_units(bank_id, [f for p in pieces for f in p["facts"]])}
+            sentences = [{"text": p["text"],
+                          "support": [{**brief_json(basis[f]), "sources": basis[f].sources} if f in basis
+                                      else {"id": f, "missing": True} for f in p["facts"]]} for p in pieces]
+        return {"growth": self.growth(bank_id, entity_id=entity_id), "changes": changes,
+                "changes_scanned": len(units), "changes_truncated": len(units) >= CHANGES_SCAN,
+                "sentences": sentences}
 
     def _observation(self, bank_id: str, entity_id: str) -> dict[str, Any] | None:
         # The same lookup as Bank.observation, by id: names can be ambiguous, ids are not.

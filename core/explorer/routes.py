@@ -194,6 +194,11 @@ def stats(ex: Explorer, request: Request) -> Any:
     return ex.stats(_bank(request))
 
 
+def overview(ex: Explorer, request: Request) -> Any:
+    """What the overview draws: growth, jobs, rejected facts, observations' freshness."""
+    return ex.overview(_bank(request))
+
+
 def memories(ex: Explorer, request: Request) -> Any:
     """A page of memories: ``network``, ``entity`` (id), ``document``, ``limit``, ``offset``."""
     return ex.memories(_bank(request), network=_enum(Network, _str(request, "network"), "network"),
@@ -228,6 +233,11 @@ def entity(ex: Explorer, request: Request) -> Any:
     if not entity_id and not name:
         raise InvalidInputError("give the entity's id or name")
     return ex.entity(_bank(request), entity_id=entity_id, name=name)
+
+
+def entity_history(ex: Explorer, request: Request) -> Any:
+    """An entity's memories per day, its superseded values and its observation's supported sentences (``id``)."""
+    return ex.entity_history(_bank(request), _str(request, "id", required=True) or "")
 
 
 def graph(ex: Explorer, request: Request) -> Any:
@@ -352,8 +362,9 @@ async def correct(request: Request) -> JSONResponse:
 
 def api_routes() -> list[Route]:
     """Every API route, under ``/api``."""
-    reads = {"banks": banks, "bank": bank, "counts": counts, "stats": stats, "memories": memories, "memory": memory,
-             "timeline": timeline, "audit": audit, "entities": entities, "entity": entity, "graph": graph,
+    reads = {"banks": banks, "bank": bank, "counts": counts, "stats": stats, "overview": overview,
+             "memories": memories, "memory": memory, "timeline": timeline, "audit": audit, "entities": entities,
+             "entity": entity, "entity/history": entity_history, "graph": graph,
              "graph/expand": expand,
              "opinions": opinions, "opinion": opinion, "documents": documents, "document": document, "jobs": jobs}
     return [

@@ -17,6 +17,7 @@ const STYLE = [
     style: {
       'background-color': '#868e96', label: 'data(name)', width: 'data(size)', height: 'data(size)', 'font-size': 13,
       color: '#212529', 'text-valign': 'bottom', 'text-margin-y': 3, 'text-outline-color': '#ffffff', 'text-outline-width': 2,
+      'text-wrap': 'ellipsis', 'text-max-width': 140, 'min-zoomed-font-size': 7,
     },
   },
   ...Object.entries(TYPE_COLORS).map(([type, color]) => ({ selector: `node[type = "${type}"]`, style: { 'background-color': color } })),
@@ -34,21 +35,128 @@ function edgeElement(e) {
   return { group: 'edges', data: { id: `${e.source}|${e.target}`, source: e.source, target: e.target, weight: e.weight, w: Math.min(10, 1 + Math.log2(e.weight)) } };
 }
 
+// A node's box with its label (model coordinates), widened by a margin.
+function labelBox(node, margin) {
+  const b = node.boundingBox({ includeNodes: true, includeLabels: true, includeEdges: false, includeOverlays: false });
+  return { x1: b.x1 - margin, x2: b.x2 + margin, y1: b.y1 - margin, y2: b.y2 + margin };
+}
+
+// Pairs of drawn nodes whose boxes (node and label) overlap: 0 once the layout is done.
+export function labelOverlaps(cy, margin = 0) {
+  const boxes = cy.nodes().map((n) => labelBox(n, margin)).sort((a, b) => a.x1 - b.x1);
+  let count = 0;
+  for (let i = 0; i < boxes.length; i += 1) {
+    for (let j = i + 1; j < boxes.length && boxes[j].x1 < boxes[i].x2; j += 1) {
+      if (boxes[j].y1 < boxes[i].y2 && boxes[i].y1 < boxes[j].y2) count += 1;
+    }
+  }
+  return count;
+}
+
+// Moves apart the nodes whose labels overlap, each pair along the axis where they overlap least, half each way,
+// until none does (cose keeps the nodes apart, with their labels counted in their size, but not always every label).
+const SEPARATE_ROUNDS = 300;
+function separateLabels(cy, { margin = 3, rounds = SEPARATE_ROUNDS } = {}) {
+  const nodes = cy.nodes().toArray();
+  for (let round = 0; round < rounds; round += 1) {
+    const items = nodes.map((n) => ({ n, b: labelBox(n, margin), dx: 0, dy: 0 })).sort((a, b) => a.b.x1 - b.b.x1);
+    let moved = false;
+    for (let i = 0; i < items.length; i += 1) {
+      const a = items[i];
+      for (let j = i + 1; j < items.length && items[j].b.x1 < a.b.x2; j += 1) {
+        const c = items[j];
+        if (!(c.b.y1 < a.b.y2 && a.b.y1 < c.b.y2)) continue;
+        const ox = Math.min(a.b.x2, c.b.x2) - Math.max(a.b.x1, c.b.x1);
+        const oy = Math.min(a.b.y2, c.b.y2) - Math.max(a.b.y1, c.b.y1);
+        const ca = (a.b.x1 + a.b.x2) / 2 - (c.b.x1 + c.b.x2) / 2;
+        const ya = (a.b.y1 + a.b.y2) / 2 - (c.b.y1 + c.b.y2) / 2;
+        if (ox < oy) {
+          const d = (ox / 2 + 0.5) * (ca < 0 || (ca === 0 && i < j) ? -1 : 1);
+          a.dx += d; c.dx -= d;
+        } else {
+          const d = (oy / 2 + 0.5) * (ya < 0 || (ya === 0 && i < j) ? -1 : 1);
+          a.dy += d; c.dy -= d;
+        }
+        moved = true;
+      }
+    }
+    if (!moved) return round;
+    cy.batch(() => items.forEach((it) => {
+      if (it.dx || it.dy) {
+        const p = it.n.position();
+        it.n.position({ x: p.x + it.dx, y: p.y + it.dy });
+      }
+    }));
+  }
+  return rounds;
+}
+
+// Draws the nodes closer together (towards their centre, more along the axis where the drawing is longer than the
+// canvas) and moves apart the labels that then overlap, while that settles with no overlap and the drawing gets
+// smaller, until it fits the canvas at READABLE_ZOOM: cose spreads a large graph thinly.
+const READABLE_ZOOM = 0.85;
+function fitZoom(cy) {
+  const el = cy.container();
+  const bb = cy.nodes().boundingBox({ includeLabels: true });
+  return { bb, zoom: Math.min((el.clientWidth - 48) / bb.w, (el.clientHeight - 48) / bb.h) };
+}
+
+function compact(cy, rounds = 16) {
+  for (let round = 0; round < rounds; round += 1) {
+    const { bb, zoom } = fitZoom(cy);
+    if (zoom >= READABLE_ZOOM) return;
+    const before = cy.nodes().map((n) => [n, { ...n.position() }]);
+    const cx = (bb.x1 + bb.x2) / 2;
+    const cyy = (bb.y1 + bb.y2) / 2;
+    const wide = bb.w / cy.container().clientWidth > bb.h / cy.container().clientHeight;
+    const [sx, sy] = wide ? [0.88, 0.94] : [0.94, 0.88];
+    cy.batch(() => cy.nodes().forEach((n) => {
+      const p = n.position();
+      n.position({ x: cx + (p.x - cx) * sx, y: cyy + (p.y - cyy) * sy });
+    }));
+    const settled = separateLabels(cy) < SEPARATE_ROUNDS;
+    if (!settled || fitZoom(cy).zoom <= zoom * 1.01) { // no better: back to the last drawing without overlaps
+      cy.batch(() => before.forEach(([n, p]) => n.position(p)));
+      return;
+    }
+  }
+}
+
 async function runLayout(cy, randomize) {
-  // Stronger repulsion as the graph grows, so that labels stay readable; edges pull by their weight.
+  // Stronger repulsion as the graph grows; each node's size counts its label, so that labels stay apart; edges
+  // pull by their weight. What cose leaves overlapping is then moved apart.
   const n = cy.nodes().length;
   const layout = cy.layout({
-    name: 'cose', animate: false, randomize, fit: true, padding: 24, numIter: 1000, nodeOverlap: 20,
-    nodeRepulsion: () => (n > 30 ? 60000 : 12000), idealEdgeLength: () => (n > 30 ? 140 : 90), edgeElasticity: () => 60,
+    name: 'cose', animate: false, randomize, fit: false, padding: 24, numIter: 1000, nodeOverlap: 8,
+    nodeDimensionsIncludeLabels: true, componentSpacing: 40, gravity: n > 100 ? 4 : 1,
+    nodeRepulsion: () => (n > 100 ? 6000 : n > 30 ? 20000 : 12000), idealEdgeLength: () => (n > 100 ? 40 : n > 30 ? 80 : 90),
+    edgeElasticity: () => 60,
   });
   const done = layout.promiseOn('layoutstop');
   layout.run();
   await done;
+  separateLabels(cy);
+  compact(cy);
+  cy.fit(undefined, 24);
   // A few nodes would otherwise be blown up to fill the whole canvas.
   if (cy.zoom() > 1.5) {
     cy.zoom(1.5);
     cy.center();
   }
+  // A large graph that fits only at a zoom where labels are too small to read opens at a readable zoom on its most
+  // mentioned entity ("Fit" shows it whole; labels too small to read are then hidden until zoomed in).
+  cy.container().dataset.fitZoom = cy.zoom().toFixed(3);
+  if (cy.zoom() < READABLE_ZOOM) {
+    // The most mentioned; of those, the one nearest the middle of the drawing.
+    const bb = cy.nodes().boundingBox();
+    const mid = { x: (bb.x1 + bb.x2) / 2, y: (bb.y1 + bb.y2) / 2 };
+    const most = cy.nodes().max((node) => node.data('mentions')).value;
+    const top = cy.nodes().filter((node) => node.data('mentions') === most)
+      .min((node) => Math.hypot(node.position('x') - mid.x, node.position('y') - mid.y)).ele;
+    cy.zoom(READABLE_ZOOM);
+    cy.center(top);
+  }
+  cy.container().dataset.labelOverlaps = String(labelOverlaps(cy));
 }
 
 export async function render(ctx) {
@@ -56,7 +164,8 @@ export async function render(ctx) {
   const top = Number(params.get('top')) || 60;
   const focus = params.get('entity') || '';
   root.append(h('h1', {}, 'Entities'));
-  const container = h('div', { id: 'graph', class: 'graph', dataset: { nodes: '0' } });
+  // Taller as more entities are drawn, so that 200 stay readable (each label apart from the others).
+  const container = h('div', { id: 'graph', class: `graph${top > 100 ? ' graph-large' : top > 60 ? ' graph-tall' : ''}`, dataset: { nodes: '0' } });
   const panel = h('aside', { class: 'entity-panel card' }, h('p', { class: 'muted' }, 'Click an entity to see its observation; double-click to expand it.'));
   const topSelect = h('select', { 'aria-label': 'entities drawn' }, TOPS.map((n) => h('option', { value: n, selected: n === top }, `top ${n} by mentions`)));
   topSelect.addEventListener('change', () => ctx.go('graph', { top: topSelect.value }));
@@ -77,7 +186,8 @@ export async function render(ctx) {
     container.dataset.nodes = String(cy.nodes().length);
     container.dataset.edges = String(cy.edges().length);
     const hidden = data.edges_total > data.edges.length ? ` (the strongest; ${fmtNum(data.edges_total)} pairs share memories)` : '';
-    status.textContent = `${fmtNum(cy.nodes().length)} entities, ${fmtNum(cy.edges().length)} links drawn${hidden}`;
+    const zoomed = Number(container.dataset.fitZoom) < READABLE_ZOOM ? ' · zoomed in so that labels stay readable: Fit shows them all' : '';
+    status.textContent = `${fmtNum(cy.nodes().length)} entities, ${fmtNum(cy.edges().length)} links drawn${hidden}${zoomed}`;
   };
 
   const addElements = (nodes, edges, near) => {
@@ -142,6 +252,7 @@ export async function render(ctx) {
     container.replaceWith(h('p', { class: 'muted empty' }, 'No entities yet.'));
   } else {
     cy = cytoscape({ container, style: STYLE, elements: [...data.nodes.map(nodeElement), ...data.edges.map(edgeElement)], minZoom: 0.1, maxZoom: 4 });
+    container.graph = { cy, overlaps: () => labelOverlaps(cy) }; // for the tests
     cy.on('tap', 'node', (event) => { select(event.target.id()); });
     cy.on('dbltap', 'node', (event) => { expand(event.target.id()); });
     await runLayout(cy, true);
