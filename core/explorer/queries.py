@@ -63,8 +63,9 @@ GROWTH_SCAN = 20_000
 """Most memories (the newest stored) that the overview's growth chart and an entity's chart count by day."""
 JOB_SCAN = 5_000
 """Most jobs (the newest queued) that the overview's job charts and rejected-facts summary read."""
-FRESHNESS_MAX = 200
-"""Most observations (the newest stored) whose freshness the overview shows."""
+FRESHNESS_MAX = 100
+"""Most observations (the newest stored) whose freshness the overview shows (each costs two counts of its entity's
+memories)."""
 REJECTION_SAMPLES = 20
 """Rejected facts the overview lists (the jobs keep a sample of theirs each)."""
 CHANGES_SCAN = 2_000
