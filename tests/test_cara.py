@@ -171,7 +171,6 @@ def test_reflect_reports_stance_against_and_dropped_citations(tmp_path: Path) ->
         bank.retain(FACTS, timestamp=T0, extract=False)
         result = bank.reflect("Is Ana a committed runner?", reference_time=T0)
         shown = result.memories
-        assert result.stance == "yes"
         assert result.based_on == [shown[0].id, shown[1].id]
         assert result.against == [shown[2].id]  # [2] also supports: it counts for, once; [0] names nothing
         assert result.citations_dropped == 2  # 7 and 0
@@ -179,6 +178,10 @@ def test_reflect_reports_stance_against_and_dropped_citations(tmp_path: Path) ->
         expected = grounded_confidence(support, opposed, Disposition(skepticism=3), T0)
         assert result.opinions[0].confidence == pytest.approx(expected, abs=1e-3)
         assert expected < grounded_confidence(support, [], Disposition(skepticism=3), T0)  # opposition costs
+        # The model's flat "yes" is not carried at that confidence (under 0.5, weight on both sides): the answer
+        # says the evidence is mixed and the stance is unsure (tests/test_opinions_coherence.py has the rule).
+        assert expected < 0.5 and result.stance == "unsure"
+        assert result.answer.startswith(f"The evidence is mixed (confidence {expected:.2f})")
         assert result.opinions[0].metadata["against"] == result.against
     assert '"against"' in json.dumps(llm.calls[0].schema.model_json_schema())
 

@@ -34,6 +34,7 @@ from ..models import (
     Reflection,
     utcnow,
 )
+from ..opinions.coherence import coherent_answer
 from ..opinions.confidence import confidence_basis
 from ..opinions.disposition import empathy_order, verbalize
 from ..opinions.formed import FormedOpinion
@@ -209,8 +210,14 @@ class ReflectPipeline:
         dropped = sum(1 for n in [*out.based_on, *out.against] if not 1 <= n <= len(memories))
         opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document,
                                        grounded=(disp, reference or utcnow()), against=against)
-        return Reflection(query=query, answer=out.answer.strip(), known=True, based_on=based_on, against=against,
-                          stance=out.stance, citations_dropped=dropped, opinions=opinions, memories=memories,
+        # The answer states the stance its evidence carries: a flat yes or no it does not carry is rewritten.
+        said = coherent_answer(out.answer, out.stance, self._evidence(bank_id, based_on),
+                               self._evidence(bank_id, against), disp, reference or utcnow())
+        if said.rewritten:
+            log.info("reflect: a flat %s at confidence %.2f rewritten as %s", out.stance, said.confidence or 0.0,
+                     said.stance)
+        return Reflection(query=query, answer=said.answer, known=True, based_on=based_on, against=against,
+                          stance=said.stance, citations_dropped=dropped, opinions=opinions, memories=memories,
                           disposition=disp, system_message=system)
 
     def store_opinions(

@@ -1,0 +1,129 @@
+"""Answers that agree with their confidence: a flat yes or no that the evidence does not carry is rewritten.
+
+Reflect's model states a stance on a yes/no question and cites the memories for it (``based_on``) and against it
+(``against``); the confidence of that stance is computed from them and the disposition
+(:func:`hindsight_core.opinions.confidence.confidence_basis`, the same number the opinion it forms is stored with).
+A small model answers "Yes, ..." at a confidence of 0.12 as readily as at 0.85, so the code decides the stance the
+evidence carries (:func:`computed_stance`):
+
+- confidence >= ``AGREES`` (0.5): the model's stance;
+- else, more weight cited against than for: the other side, hedged ("Probably not (confidence 0.12): against it,
+  ...; for it, ...", or "Probably yes ...");
+- else, weight on both sides: "The evidence is mixed (confidence ...): for it, ...; against it, ...";
+- else (little support, nothing against): "Possibly, but I am not sure (confidence ...): for it, only ...".
+
+An answer that states a yes or no flatly (:func:`flat_side`: its first word, or the model's stance when the first
+sentence has no hedge) and differs from the computed stance is rewritten from that stance with the memories cited on
+each side (:func:`coherent_answer`); a hedged answer, or one that agrees, is kept as the model wrote it. So no answer
+says a flat "yes" at a confidence under 0.5. Pure: no model call, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Literal, NamedTuple
+
+from ..models import Disposition, Memory
+from .confidence import confidence_basis
+
+__all__ = ["AGREES", "Coherent", "coherent_answer", "computed_stance", "flat_side"]
+
+AGREES = 0.5
+"""From this confidence on, the evidence carries the stance the model took."""
+_MAX_CITED = 3
+_CITED_CHARS = 160
+
+Side = Literal["yes", "no"]
+Stance = Literal["yes", "no", "mixed", "unsure"]
+
+_HEDGE = re.compile(
+    r"\b(probably|possibly|perhaps|maybe|likely|unlikely|might|may|could|mixed|unclear|uncertain|not sure|"
+    r"hard to say|it depends|depends on|on the other hand|however|but)\b", re.IGNORECASE)
+_FIRST_WORD = re.compile(r"^\W*(yes|yeah|yep|definitely|absolutely|certainly|sure|no|nope|not)\b", re.IGNORECASE)
+_YES_WORDS = {"yes", "yeah", "yep", "definitely", "absolutely", "certainly", "sure"}
+
+
+class Coherent(NamedTuple):
+    """The answer as reflect returns it: its text, its stance, the confidence computed for the model's stance,
+    and whether the text was rewritten."""
+
+    answer: str
+    stance: Literal["yes", "no", "unsure"]
+    confidence: float | None
+    rewritten: bool
+
+
+def flat_side(answer: str, stance: str) -> Side | None:
+    """The yes or no ``answer`` states flatly: None when its first sentence hedges ("probably", "but", ...);
+    else its first word when that is a yes or a no, else the model's ``stance`` when that is yes or no."""
+    first = re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0]
+    if _HEDGE.search(first):
+        return None
+    word = _FIRST_WORD.match(first)
+    if word is not None:
+        return "yes" if word.group(1).lower() in _YES_WORDS else "no"
+    if stance == "yes":
+        return "yes"
+    return "no" if stance == "no" else None
+
+
+def computed_stance(side: Side, confidence: float, support: float, against: float) -> Stance:
+    """The stance the evidence carries for an answer that took ``side`` with this confidence and these weights of
+    evidence for and against it (see the module)."""
+    if confidence >= AGREES:
+        return side
+    if against > support:
+        return "no" if side == "yes" else "yes"
+    if support > 0.0 and against > 0.0:
+        return "mixed"
+    return "unsure"
+
+
+def _cited(memories: Sequence[Memory]) -> str:
+    texts = []
+    for m in memories[:_MAX_CITED]:
+        text = " ".join(m.text.split()).rstrip(".!?;, ")
+        texts.append(text if len(text) <= _CITED_CHARS else text[: _CITED_CHARS - 3].rstrip() + "...")
+    more = len(memories) - _MAX_CITED
+    return "; ".join(texts) + (f" (and {more} more)" if more > 0 else "")
+
+
+def _rewrite(stance: Stance, side: Side, confidence: float, support: Sequence[Memory],
+             against: Sequence[Memory]) -> str:
+    sure = f" (confidence {confidence:.2f})"
+    if stance in ("yes", "no") and stance != side:
+        lead = "Probably not" if stance == "no" else "Probably yes"
+        other = f"; for it, {_cited(support)}" if support else ""
+        return f"{lead}{sure}: against it, {_cited(against)}{other}."
+    if stance == "mixed":
+        return f"The evidence is mixed{sure}: for it, {_cited(support)}; against it, {_cited(against)}."
+    if support:
+        return f"Possibly, but I am not sure{sure}: for it, only {_cited(support)}."
+    return f"I am not sure{sure}: nothing I remember settles it."
+
+
+def coherent_answer(
+    answer: str, stance: str, support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition,
+    reference: datetime,
+) -> Coherent:
+    """``answer`` kept, or rewritten from the computed stance when it states a yes or no flatly that the evidence
+    does not carry. ``stance`` is the model's (yes / no / unsure); ``support`` and ``against`` are the memories it
+    cited each way, in the order cited. A question the model took no stance on is left as it is."""
+    answer = answer.strip()
+    if stance not in ("yes", "no"):
+        return Coherent(answer, "unsure", None, False)
+    side: Side = "yes" if stance == "yes" else "no"
+    basis = confidence_basis(support, against, disposition, reference)
+    confidence = float(basis["confidence"])
+    computed = computed_stance(side, confidence, float(basis["support"]), float(basis["against"]))
+    returned: Literal["yes", "no", "unsure"] = "unsure"
+    if computed == "yes" or computed == "no":
+        returned = computed
+    flat = flat_side(answer, stance)
+    if flat is None or flat == computed:
+        return Coherent(answer, returned, confidence, False)
+    opposing = {m.id for m in against}
+    support = [m for m in support if m.id not in opposing]
+    return Coherent(_rewrite(computed, side, confidence, support, against), returned, confidence, True)
