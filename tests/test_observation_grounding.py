@@ -204,7 +204,7 @@ def test_the_default_observation_is_the_entitys_checked_facts_without_a_model_ca
 
 
 def test_an_extractive_observation_stops_at_its_length_and_drops_repeats() -> None:
-    from hindsight_core.reflect.observation_extract import OVER_LENGTH, extractive_check
+    from hindsight_core.reflect.observation_extract import OVER_LENGTH, QUOTED, extractive_check
 
     facts = [("f1", "Kevin started a pottery class on Tuesday."), ("f2", "Kevin started a pottery class on Tuesday"),
              ("f3", "Kevin watched Moonrise Kingdom by Wes Anderson and loved it.")]
@@ -213,6 +213,11 @@ def test_an_extractive_observation_stops_at_its_length_and_drops_repeats() -> No
     assert [s.reason for s in check.sentences] == ["supported", "repeated", OVER_LENGTH]
     assert check.text == "Kevin started a pottery class on Tuesday." and check.fact_ids == ["r4"]
     assert extractive_check([], LINES, "Kevin") == ("", check_grounded("", LINES, "Kevin"))
+    # A fact that copied its message's first person reads as the summary's own voice: left out.
+    _, quoted = extractive_check([("f1", "Kevin watched Moonrise Kingdom by Wes Anderson and loved it. I started a "
+                                         "pottery class on Tuesday.")], LINES, "Kevin")
+    assert [s.reason for s in quoted.sentences] == ["supported", QUOTED]
+    assert quoted.text == "Kevin watched Moonrise Kingdom by Wes Anderson and loved it."
 
 
 def test_two_retains_queue_one_job_and_a_third_entity_gets_its_own(tmp_path: Path) -> None:

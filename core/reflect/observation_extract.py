@@ -14,16 +14,24 @@ to :data:`~hindsight_core.reflect.observations.SUMMARY_CHARS`. ``"model"`` keeps
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from .observation_support import Embed, SupportCheck, check_grounded, is_whole_sentence
 from .observations import SUMMARY_CHARS
 
-__all__ = ["OVER_LENGTH", "compose_from_facts", "extractive_check"]
+__all__ = ["OVER_LENGTH", "QUOTED", "compose_from_facts", "extractive_check"]
 
 OVER_LENGTH = "over length"
 """The verdict reason of a supported sentence left out because the observation was already full."""
+QUOTED = "quoted"
+"""The verdict reason of a sentence in the first or second person: a fact that copied its message's words ("My parrot
+is actually skilled at problem-solving") reads, in a summary about the entity, as the summary's own voice."""
+
+# "us" in lower case only: "the US" is a country.
+_PERSONAL = re.compile(r"\b(?:(?i:i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|our|ours|you|your|yours|"
+                       r"you're|you've)|us)\b")
 
 
 def compose_from_facts(facts: Sequence[tuple[str, str]]) -> str:
@@ -52,8 +60,9 @@ def extractive_check(
 
     ``facts`` are the entity's facts the messages bear out (``(id, text)``, newest first); ``messages`` and
     ``about_ids`` are what :func:`~hindsight_core.reflect.observation_support.check_grounded` reads. Each fact is
-    judged as a summary sentence would be (whole, about the entity, supported, not a repeat); the supported ones are
-    kept in order until ``max_chars`` is reached, the rest marked :data:`OVER_LENGTH`. The check's ``text`` is what
+    judged as a summary sentence would be (whole, about the entity, supported, not a repeat) and one in the first or
+    second person is left out (:data:`QUOTED`); the supported ones are kept in order until ``max_chars`` is reached,
+    the rest marked :data:`OVER_LENGTH`. The check's ``text`` is what
     is stored and its ``fact_ids`` the messages it rests on.
     """
     summary = compose_from_facts(facts)
@@ -64,6 +73,8 @@ def extractive_check(
     used = 0
     verdicts = []
     for verdict in check.sentences:
+        if verdict.supported and _PERSONAL.search(verdict.text.replace("’", "'")):
+            verdict = replace(verdict, supported=False, reason=QUOTED, fact_ids=[])
         if verdict.supported:
             size = len(verdict.text) + (1 if used else 0)
             if used + size > max_chars:
