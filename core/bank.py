@@ -182,6 +182,7 @@ class Bank:
         trace: bool = False,
         channels: Sequence[str] | None = None,
         as_of: When = None,
+        deadline_ms: int | None = None,
     ) -> Recall:
         """Memories relevant to ``query``, best first, as many as fit in ``budget`` tokens.
 
@@ -191,11 +192,13 @@ class Bank:
         the memory that superseded them). A superseded memory (``Memory.superseded_by``) comes right after the
         memory current in its place, unless the question asks about the past ("before", "used to", a year) or
         ``time_range`` is given. ``as_of`` answers with what the bank held at that time: only what had been said by
-        then, and what was current then (``reference_time`` defaults to it).
+        then, and what was current then (``reference_time`` defaults to it). ``deadline_ms`` (1..600,000, default
+        none) returns what finished in time: a channel not done by then is left out, a reranker is skipped, packing
+        always runs, and ``Recall.cut`` names what was cut.
         """
         return self._engine.recaller.recall(
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
-            reference_time=reference_time, trace=trace, channels=channels, as_of=as_of,
+            reference_time=reference_time, trace=trace, channels=channels, as_of=as_of, deadline_ms=deadline_ms,
         )
 
     @public
@@ -211,11 +214,12 @@ class Bank:
         trace: bool = False,
         channels: Sequence[str] | None = None,
         as_of: When = None,
+        deadline_ms: int | None = None,
     ) -> Recall:
         """Async twin of ``recall``."""
         return await self._engine.recaller.arecall(
             self.id, query, budget=budget, max_memories=max_memories, networks=networks, time_range=time_range,
-            reference_time=reference_time, trace=trace, channels=channels, as_of=as_of,
+            reference_time=reference_time, trace=trace, channels=channels, as_of=as_of, deadline_ms=deadline_ms,
         )
 
     # reflect (CARA) ------------------------------------------------------------------------------

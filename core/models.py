@@ -414,6 +414,11 @@ class RecallTrace(BaseModel):
     items: list[TraceItem] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
     budget: int = 0
+    deadline_ms: int | None = None
+    """The deadline recall was given (``recall(deadline_ms=...)``), None when it had none."""
+    cut: list[str] = Field(default_factory=list)
+    """The channels (``semantic``, ``keyword``, ``graph``, ``temporal``) and stages (``embed``, ``rerank``) the
+    deadline cut: left out of the result, not waited for."""
 
 
 class Recall(BaseModel):
@@ -423,6 +428,13 @@ class Recall(BaseModel):
     memories: list[Memory]
     tokens: int
     trace: RecallTrace | None = None
+    cut: list[str] = Field(default_factory=list)
+    """What ``deadline_ms`` cut: the channels and stages not done in time, left out (empty: recall was complete)."""
+
+    @property
+    def partial(self) -> bool:
+        """Whether the deadline cut anything (see ``cut``)."""
+        return bool(self.cut)
 
     def to_context(self) -> str:
         """The memories' texts, one per line, ready to put in a prompt (``tokens`` counts the texts)."""

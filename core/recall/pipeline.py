@@ -9,7 +9,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import chain, islice
-from typing import Any
+from typing import Any, TypeVar
 
 from ..config import RecallSettings
 from ..embedders import Embedder, embed_queries
@@ -21,11 +21,14 @@ from ..text.inputs import clean_text, parse_timestamp
 from ..validation import When, Window
 from . import channels as ch
 from .current import CurrentNotes, as_believed, asks_about_past, current_first, past_first, speaks_of
+from .deadline import Deadline, check_deadline_ms
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
 from .questions import QuestionNotes, questions_last, questions_paired
 from .registry import CHANNELS, REGISTRY, ChannelQuery, Hits, needed, trusted
 from .rerank import Reranker
+
+T = TypeVar("T")
 
 ANCHOR_MIN_SIMILARITY = 0.35  # below this the anchor event ("the trip") is not considered found
 
@@ -92,17 +95,19 @@ class RecallPipeline:
         trace: bool = False,
         channels: Sequence[str] | None = None,
         as_of: When = None,
+        deadline_ms: int | None = None,
     ) -> Recall:
         """Recall synchronously; see ``Bank.recall``."""
         timings: dict[str, float] = {}
         t_all = time.perf_counter()
+        deadline = Deadline(check_deadline_ms(deadline_ms), t_all)
         query, nets, window, ref, enabled = self._validate(
             query, budget, max_memories, networks, time_range, reference_time, channels
         )
         believed_at = parse_timestamp(as_of, "as_of")
         if believed_at is not None and reference_time is None:
             ref = believed_at  # "last week" as_of a day means the week before that day
-        constraint, results = self._run_channels(bank_id, query, nets, window, ref, enabled, timings)
+        constraint, results = self._run_channels(bank_id, query, nets, window, ref, enabled, timings, deadline)
         ordered: dict[str, Hits] = {name: r for name in CHANNELS
                                     if name in enabled and (r := results.get(name)) is not None}
 
@@ -117,7 +122,8 @@ class RecallPipeline:
         if not notes.current_first and window is None and not asks_about_past(query, None, ref) \
                 and constraint is not None and constraint.range is not None:
             notes.asked_time = constraint.range  # past only by the time it names: see current.speaks_of
-        chosen, used = self._select(bank_id, query, fused, nets, window, budget, max_memories, notes, timings)
+        chosen, used = self._select(bank_id, query, fused, nets, window, budget, max_memories, notes, timings,
+                                    deadline)
         scores = dict(fused)
         # A memory brought in by another (a message by its fact, a current memory by the one it superseded) ranks
         # where that one did: it carries the better of the two scores.
@@ -130,45 +136,69 @@ class RecallPipeline:
         rec_trace = None
         if trace:
             rec_trace = _trace(query, ref, constraint, ordered, fused, hits, chosen, notes, timings, budget)
-        return Recall(query=query, memories=out, tokens=used, trace=rec_trace)
+            rec_trace.deadline_ms, rec_trace.cut = deadline.ms, list(deadline.cut)
+        return Recall(query=query, memories=out, tokens=used, trace=rec_trace, cut=list(deadline.cut))
 
     def _run_channels(
         self, bank_id: str, query: str, nets: list[Network] | None, window: TimeRange | None, ref: datetime,
-        enabled: tuple[str, ...], timings: dict[str, float],
+        enabled: tuple[str, ...], timings: dict[str, float], deadline: Deadline | None = None,
     ) -> tuple[TemporalConstraint | None, dict[str, Hits | None]]:
         """Every registered channel the enabled ones need: those without the query vector start at once, the
         vector is embedded meanwhile, then the rest run (in the pool, the ``inline`` one here), and channels that
-        take others' rankings run last."""
+        take others' rankings run last. With a deadline, every channel runs in the pool and one not done by then is
+        left out (named in ``deadline.cut``); so are the vector channels when the embedding is not done in time."""
+        deadline = deadline if deadline is not None else Deadline(None)
         names = needed(enabled)
-        futures: dict[str, Future[Hits | None]] = {}
+        futures: dict[str, Future[tuple[Hits | None, float]]] = {}
         early = ChannelQuery(bank_id=bank_id, text=query, vector=None, networks=nets, window=window, constraint=None,
                              settings=self.settings, weights=self.weights, store=self.store, index=self.index,
                              earlier={})
         for name in (n for n in names if not REGISTRY[n].needs_vector and not REGISTRY[n].after):
-            futures[name] = self.executor.submit(_timed, timings, f"{name}_ms", REGISTRY[name].run, early)
-        t = time.perf_counter()
-        qvec = embed_queries(self.embedder, [query])[0]
-        timings["embed_ms"] = _ms(t)
-        t = time.perf_counter()
-        constraint = self.time_constraint(bank_id, query, ref, qvec) if "temporal" in names else None
-        timings["time_parse_ms"] = _ms(t)
-        direct = replace(early, vector=qvec, constraint=constraint)
+            futures[name] = self.executor.submit(_timed, REGISTRY[name].run, early)
         vector_channels = [n for n in names if REGISTRY[n].needs_vector and not REGISTRY[n].after]
-        for name in (n for n in vector_channels if not REGISTRY[n].inline):
-            futures[name] = self.executor.submit(_timed, timings, f"{name}_ms", REGISTRY[name].run, direct)
+        embedded, found = deadline.run(self.executor, "embed", self._vector_and_time, bank_id, query, ref,
+                                       "temporal" in names) if vector_channels or not deadline.set else (False, None)
+        constraint: TemporalConstraint | None = None
         results: dict[str, Hits | None] = {}
-        for name in (n for n in vector_channels if REGISTRY[n].inline):
-            results[name] = _timed(timings, f"{name}_ms", REGISTRY[name].run, direct)
+        base = early
+        if embedded and found is not None:
+            qvec, constraint, timings["embed_ms"], timings["time_parse_ms"] = found
+            base = direct = replace(early, vector=qvec, constraint=constraint)
+            here = [] if deadline.set else [n for n in vector_channels if REGISTRY[n].inline]
+            for name in (n for n in vector_channels if n not in here):
+                futures[name] = self.executor.submit(_timed, REGISTRY[name].run, direct)
+            for name in here:
+                results[name], timings[f"{name}_ms"] = _timed(REGISTRY[name].run, direct)
+        else:
+            for name in vector_channels:
+                deadline.skip(name)
         for name, fut in futures.items():
-            results[name] = fut.result()
+            timed = deadline.wait(name, fut)[1]  # without a deadline: as long as it takes
+            if timed is not None:
+                results[name], timings[f"{name}_ms"] = timed
         for name in (n for n in names if REGISTRY[n].after):
             earlier = {n: r for n in REGISTRY[name].after if (r := results.get(n)) is not None}
-            results[name] = _timed(timings, f"{name}_ms", REGISTRY[name].run, replace(direct, earlier=earlier))
+            after = deadline.run(self.executor, name, _timed, REGISTRY[name].run, replace(base, earlier=earlier))[1]
+            if after is not None:
+                results[name], timings[f"{name}_ms"] = after
         return constraint, results
+
+    def _vector_and_time(
+        self, bank_id: str, query: str, ref: datetime, with_time: bool,
+    ) -> tuple[Any, TemporalConstraint | None, float, float]:
+        """The query vector and, for the temporal channel, the query's time constraint, with the milliseconds
+        each took."""
+        t = time.perf_counter()
+        qvec = embed_queries(self.embedder, [query])[0]
+        embed_ms = _ms(t)
+        t = time.perf_counter()
+        constraint = self.time_constraint(bank_id, query, ref, qvec) if with_time else None
+        return qvec, constraint, embed_ms, _ms(t)
 
     def _select(
         self, bank_id: str, query: str, fused: Hits, nets: list[Network] | None, window: TimeRange | None,
         budget: int, max_memories: int | None, notes: _Notes, timings: dict[str, float],
+        deadline: Deadline | None = None,
     ) -> tuple[list[tuple[Memory, int]], int]:
         """The fused candidates loaded in rank order, reranked if a reranker is set, with neighbouring context and
         distinct evidence first, packed into the budget."""
@@ -177,8 +207,12 @@ class RecallPipeline:
         memories: Iterator[Memory] = self._iter_memories(bank_id, [i for i, _ in fused], nets, window, notes.as_of)
         if self.reranker is not None:
             head = list(islice(memories, 100))
-            rescored = self.reranker.score(query, [m.text for m in head]) if head else []
-            order = sorted(range(len(head)), key=lambda i: -rescored[i])
+            deadline = deadline if deadline is not None else Deadline(None)
+            done, rescored = (deadline.run(self.executor, "rerank", self.reranker.score, query, [m.text for m in head])
+                              if head else (True, []))
+            # Past the deadline the fused order stands: a slow reranker is skipped, packing always runs.
+            order = sorted(range(len(head)), key=lambda i: -rescored[i]) if done and rescored is not None \
+                else list(range(len(head)))
             memories = chain((head[i] for i in order), memories)
             timings["rerank_ms"] = _ms(t)
             t = time.perf_counter()
@@ -424,12 +458,11 @@ def _overlaps(m: Memory, window: TimeRange) -> bool:
     return not (window.start is not None and end < window.start)
 
 
-def _timed(timings: dict[str, float], key: str, fn: Callable[..., Any], *args: Any) -> Any:
+def _timed(fn: Callable[..., T], *args: Any) -> tuple[T, float]:
+    """``fn(*args)`` and the milliseconds it took (recorded by the caller: a channel cut by a deadline may finish
+    after recall returned, and must not write into its timings then)."""
     t = time.perf_counter()
-    try:
-        return fn(*args)
-    finally:
-        timings[key] = _ms(t)
+    return fn(*args), _ms(t)
 
 
 def _chunks(items: list[str], size: int) -> Iterator[list[str]]:
