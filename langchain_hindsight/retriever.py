@@ -11,6 +11,7 @@ from langchain_core.retrievers import BaseRetriever
 from pydantic import Field
 
 from hindsight_core import Bank, TimeRange
+from hindsight_core.recall.deadline import MAX_DEADLINE_MS
 
 from ._convert import memory_to_document
 
@@ -46,6 +47,9 @@ class HindsightRetriever(BaseRetriever):
     """Only memories whose occurrence overlaps this interval."""
     reference_time: datetime | str | None = None
     """"Now" for relative time expressions in queries ("last week"); default: the current time."""
+    deadline_ms: int | None = Field(default=None, ge=1, le=MAX_DEADLINE_MS)
+    """Recall returns what finished within this many milliseconds (channels not done are left out); None: no
+    deadline."""
 
     def _recall_kwargs(
         self,
@@ -54,6 +58,7 @@ class HindsightRetriever(BaseRetriever):
         networks: list[str] | None,
         time_range: TimeRange | tuple[Any, Any] | None,
         reference_time: datetime | str | None,
+        deadline_ms: int | None = None,
     ) -> dict[str, Any]:
         return {
             "max_memories": k if k is not None else self.k,
@@ -61,6 +66,7 @@ class HindsightRetriever(BaseRetriever):
             "networks": networks if networks is not None else self.networks,
             "time_range": time_range if time_range is not None else self.time_range,
             "reference_time": reference_time if reference_time is not None else self.reference_time,
+            "deadline_ms": deadline_ms if deadline_ms is not None else self.deadline_ms,
         }
 
     def _get_relevant_documents(
@@ -73,9 +79,12 @@ class HindsightRetriever(BaseRetriever):
         networks: list[str] | None = None,
         time_range: TimeRange | tuple[Any, Any] | None = None,
         reference_time: datetime | str | None = None,
+        deadline_ms: int | None = None,
         **_: Any,  # invoke() forwards every keyword (e.g. ``verbose``); recall takes only the ones above
     ) -> list[Document]:
-        recall = self.bank.recall(query, **self._recall_kwargs(k, budget, networks, time_range, reference_time))
+        recall = self.bank.recall(
+            query, **self._recall_kwargs(k, budget, networks, time_range, reference_time, deadline_ms)
+        )
         return [memory_to_document(m) for m in recall.memories]
 
     async def _aget_relevant_documents(
@@ -88,9 +97,10 @@ class HindsightRetriever(BaseRetriever):
         networks: list[str] | None = None,
         time_range: TimeRange | tuple[Any, Any] | None = None,
         reference_time: datetime | str | None = None,
+        deadline_ms: int | None = None,
         **_: Any,
     ) -> list[Document]:
         recall = await self.bank.arecall(
-            query, **self._recall_kwargs(k, budget, networks, time_range, reference_time)
+            query, **self._recall_kwargs(k, budget, networks, time_range, reference_time, deadline_ms)
         )
         return [memory_to_document(m) for m in recall.memories]

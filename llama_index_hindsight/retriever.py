@@ -12,6 +12,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from hindsight_core.bank import Bank
 from hindsight_core.models import Network, Recall, TimeRange
+from hindsight_core.recall.deadline import check_deadline_ms
 
 from .convert import memory_to_node
 
@@ -29,7 +30,8 @@ class HindsightRetriever(BaseRetriever):
 
     ``budget`` is in tokens: recall returns as many memories as fit, best first; ``k`` additionally caps their
     number. ``networks``, ``time_range`` and ``reference_time`` (the "now" of relative time expressions)
-    are passed to recall unchanged.
+    are passed to recall unchanged. ``deadline_ms`` makes recall return what finished within that many
+    milliseconds (channels not done are left out); None: no deadline.
     """
 
     def __init__(
@@ -41,6 +43,7 @@ class HindsightRetriever(BaseRetriever):
         networks: Sequence[Network | str] | None = None,
         time_range: TimeRange | tuple[Any, Any] | None = None,
         reference_time: datetime | str | None = None,
+        deadline_ms: int | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -51,6 +54,7 @@ class HindsightRetriever(BaseRetriever):
             raise ValueError(f"k must be a positive integer or None, not {k!r}")
         if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
             raise ValueError(f"budget must be a positive number of tokens, not {budget!r}")
+        deadline_ms = check_deadline_ms(deadline_ms)  # InvalidInputError (a ValueError) when it is not one
         super().__init__(callback_manager=callback_manager, verbose=verbose)
         self.bank = bank
         self.k = k
@@ -58,6 +62,7 @@ class HindsightRetriever(BaseRetriever):
         self.networks = list(networks) if networks is not None else None
         self.time_range = time_range
         self.reference_time = reference_time
+        self.deadline_ms = deadline_ms
 
     def __repr__(self) -> str:
         return f"HindsightRetriever(bank={self.bank.id!r}, k={self.k}, budget={self.budget})"
@@ -69,6 +74,7 @@ class HindsightRetriever(BaseRetriever):
             "networks": self.networks,
             "time_range": self.time_range,
             "reference_time": self.reference_time,
+            "deadline_ms": self.deadline_ms,
         }
 
     @staticmethod

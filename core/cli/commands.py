@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..recall.deadline import MAX_DEADLINE_MS
 from .display import format_recall, format_stats, format_table, format_trace, plural, total
 from .options import MAX_BUDGET, MAX_MEMORIES, fraction, global_options, location, moment, open_store, whole_number
 from .run import EXIT_ERROR, cli_write, one_line, quiet_progress, run_parsed
@@ -164,6 +165,9 @@ def _add_recall(sub: _Subparsers, common: argparse.ArgumentParser) -> None:
     p.add_argument("--as-of", type=moment(), metavar="DATE",
                    help="answer with what the bank held then: only what had been said by DATE, current as of "
                         "DATE (ISO date or time, or a date in words)")
+    p.add_argument("--deadline-ms", type=whole_number(1, MAX_DEADLINE_MS), metavar=f"1..{MAX_DEADLINE_MS}",
+                   help="return within this many milliseconds with what finished in time, naming the search "
+                        "channels cut (the embedding model is loaded before the deadline starts)")
     p.add_argument("--trace", action="store_true",
                    help="show each memory's rank and score per channel, and stage timings")
     p.set_defaults(func=cmd_recall)
@@ -326,14 +330,20 @@ def cmd_recall(args: argparse.Namespace) -> dict[str, Any] | None:
     """``recall BANK QUERY``: ranked memories within the budget, optionally with the trace."""
     with _open(args, must_exist=True, bank=args.bank) as hs:
         bank = hs.bank(args.bank, create=False)
+        if args.deadline_ms is not None:  # a fresh process: the model's load is not what the deadline is for
+            from ..embedders import embed_queries
+
+            embed_queries(hs.embedder, [args.query])
         # Always traced: the trace says why a memory stands out of score order (display.placement_notes).
         rec = bank.recall(args.query, budget=args.budget, max_memories=args.max_memories,
                           networks=args.networks, reference_time=args.reference_time, trace=True,
-                          as_of=args.as_of)
+                          as_of=args.as_of, deadline_ms=args.deadline_ms)
     if args.json:
         return rec.model_dump(mode="json") | ({} if args.trace else {"trace": None})
     if args.as_of is not None:
         print(f"as of {args.as_of:%Y-%m-%d %H:%M} UTC: what the bank held then")
+    if rec.cut:
+        print(f"cut by the {args.deadline_ms} ms deadline (not in the result): {', '.join(rec.cut)}")
     print(format_recall(rec, args.budget))
     if args.trace:
         print()

@@ -89,12 +89,15 @@ class RecallOut(BaseModel):
     query: str
     tokens: int = Field(description="tokens the returned texts take")
     memories: list[MemoryOut]
+    cut: list[str] = Field(default_factory=list, description="what the deadline cut: search channels (semantic, "
+                           "keyword, graph, temporal) or stages (embed, rerank) not done in time and left out; "
+                           "empty when the recall is complete")
 
     @classmethod
     def of(cls, bank: str, recall: Recall) -> RecallOut:
         """The tool's view of a ``Recall``."""
         return cls(bank=bank, query=recall.query, tokens=recall.tokens,
-                   memories=[MemoryOut.of(m) for m in recall.memories])
+                   memories=[MemoryOut.of(m) for m in recall.memories], cut=list(recall.cut))
 
 
 class ReflectOut(BaseModel):

@@ -19,6 +19,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from hindsight_core import Bank, BankNotFoundError, Disposition, Hindsight
+from hindsight_core.recall.deadline import MAX_DEADLINE_MS
 from hindsight_core.retain.correct import MAX_CORRECTION_CHARS
 
 from .errors import HindsightToolError, reported
@@ -133,6 +134,9 @@ class MemoryTools:
         as_of: Annotated[When | None, Field(
             description="answer with what the bank held at this time: only what had been said by then, and what "
                         "was current then (default: now)")] = None,
+        deadline_ms: Annotated[int | None, Field(ge=1, le=MAX_DEADLINE_MS, description=(
+            "return within this many milliseconds with what finished in time; the result's 'cut' names the "
+            "search channels left out (default: no deadline)"))] = None,
     ) -> RecallOut:
         """Find the memories relevant to a query: semantic, keyword, graph and temporal search fused.
 
@@ -140,13 +144,14 @@ class MemoryTools:
         sources (message ids), document and dates. A memory that a later one replaced (a move, a new job, a
         correction) carries ``superseded_by`` and ``valid_until``: it is history, and comes after the memory
         current in its place unless the question asks about the past. ``as_of`` answers as the bank would have
-        then.
+        then. ``deadline_ms`` returns what finished in time and names in ``cut`` what did not.
         """
         target = await self._bank(bank, create=False)
         window = (time_start, time_end) if time_start is not None or time_end is not None else None
         with reported():
             result = await target.arecall(query, budget=budget, max_memories=max_memories, networks=networks,
-                                          time_range=window, reference_time=reference_time, as_of=as_of)
+                                          time_range=window, reference_time=reference_time, as_of=as_of,
+                                          deadline_ms=deadline_ms)
         return RecallOut.of(target.id, result)
 
     async def reflect(
