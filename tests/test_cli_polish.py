@@ -330,3 +330,23 @@ def test_the_bias_bound_is_the_dispositions() -> None:
 
     bias = Disposition.model_fields["bias"].metadata
     assert {type(m).__name__: getattr(m, "ge", getattr(m, "le", None)) for m in bias} == {"Ge": 0.0, "Le": 1.0}
+
+
+def test_a_question_packed_after_its_answer_says_so(tmp_path: Path) -> None:
+    # Raw messages (no model): the question shares the query's words and fuses first; the question rule packs it
+    # after the answer, and the listing says why it is out of score order.
+    folder = tmp_path / "memory"
+    with Hindsight.open(folder, start_worker=False) as hs:
+        hs.bank("q").retain([
+            {"speaker": "Ana", "text": "Where should I run my first marathon next year?", "id": "q1"},
+            {"speaker": "Bo", "text": "Lisbon in October: flat course, cool mornings, and the bridge at the start.",
+             "id": "a1"}], timestamp=datetime(2024, 3, 1, 12, tzinfo=UTC), document_id="d1", extract=False)
+    query = "Where should Ana run her first marathon?"
+    packed = json.loads(hindsight("--path", str(folder), "--json", "recall", "q", query, "--trace").stdout)
+    demoted = [i for i in packed["trace"]["items"] if i.get("demoted_as") == "question"]
+    assert demoted, packed["trace"]["items"]
+    out = hindsight("--path", str(folder), "recall", "q", query)
+    assert out.returncode == 0, out.stderr
+    rows = parse_listing(out.stdout)
+    question = next(r for r in rows if r["text"].startswith("Ana: Where should I run"))
+    assert question["why"] == "it only asks: packed after the next memory that says something", out.stdout

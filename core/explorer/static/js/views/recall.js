@@ -56,6 +56,7 @@ export async function render(ctx) {
 function returnedText(c) {
   if (c.context_of) return '✓ context';
   if (c.demoted) return '✓ after its successor';
+  if (c.demoted_as === 'question' || c.demoted_as === 'acknowledgement') return '✓ after an answer';
   if (c.brought_by) return '✓ brought in';
   return '✓';
 }
@@ -63,6 +64,8 @@ function returnedText(c) {
 function returnedTitle(c) {
   if (c.context_of) return 'packed beside a top hit: the memory just before or after it in its document';
   if (c.demoted) return 'superseded: packed right after the memory that is current in its place';
+  if (c.demoted_as === 'question') return 'only asks: packed after the next memory that says something';
+  if (c.demoted_as === 'acknowledgement') return 'only acknowledges: packed after the next memory that says something';
   if (c.brought_by) return 'brought in where the memory it superseded (or, for a question about the past, that superseded it) ranked';
   return '';
 }
