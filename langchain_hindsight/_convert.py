@@ -59,6 +59,7 @@ class RecallOptions(TypedDict):
     budget: int
     max_memories: int | None
     networks: Sequence[str] | None
+    deadline_ms: int | None
 
 
 class RetainArgs(TypedDict, total=False):

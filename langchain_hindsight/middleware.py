@@ -18,6 +18,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from hindsight_core import Bank, Hindsight
+from hindsight_core.recall.deadline import check_deadline_ms
 
 from ._bank import BankSource
 from ._convert import (
@@ -64,9 +65,9 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
 
     The bank is chosen per run like the LangGraph nodes: ``context={"bank_id": ...}`` (or an attribute of a
     context object), else ``config["configurable"]["bank_id"]``, else ``bank_id=`` / the ``Bank`` given
-    here. ``budget`` bounds the injected memories in tokens. ``extract`` / ``background`` configure retain
-    (the LLM's facts added by a job after the messages are stored, or no model at all; ``background`` defers
-    even the raw memories to a job). Retain never waits for a model.
+    here. ``budget`` bounds the injected memories in tokens (``deadline_ms``, if given, the time recall may take).
+    ``extract`` / ``background`` configure retain (the LLM's facts added by a job after the messages are stored, or
+    no model at all; ``background`` defers even the raw memories to a job). Retain never waits for a model.
 
     Example:
         ```python
@@ -85,6 +86,7 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         budget: int = 1000,
         max_memories: int | None = None,
         networks: Sequence[str] | None = None,
+        deadline_ms: int | None = None,
         recall: bool = True,
         retain: bool = True,
         extract: bool = True,
@@ -94,7 +96,8 @@ class HindsightMiddleware(AgentMiddleware[HindsightAgentState, Any]):
         """Configure recall and retain (see the class docstring)."""
         super().__init__()
         self.source = BankSource(memory, bank_id)
-        self.recall_options = RecallOptions(budget=budget, max_memories=max_memories, networks=networks)
+        self.recall_options = RecallOptions(budget=budget, max_memories=max_memories, networks=networks,
+                                            deadline_ms=check_deadline_ms(deadline_ms))
         self.recall_enabled = recall
         self.retain_enabled = retain
         self.extract = extract

@@ -28,6 +28,7 @@ from langgraph._internal._runnable import RunnableCallable  # sync + async node 
 from langgraph.runtime import Runtime
 
 from hindsight_core import Bank, Hindsight, Recall, Reflection, RetainResult
+from hindsight_core.recall.deadline import check_deadline_ms
 
 from ._bank import BankSource
 from ._convert import (
@@ -76,6 +77,7 @@ def create_recall_node(
     budget: int = 1500,
     max_memories: int | None = None,
     networks: Sequence[str] | None = None,
+    deadline_ms: int | None = None,
     state_key: str | None = None,
     system_message: bool | None = None,
     header: str = MEMORY_PROMPT_HEADER,
@@ -85,11 +87,13 @@ def create_recall_node(
 
     By default it appends one system message with the memories (replacing the previous turn's). With
     ``state_key`` it writes the memories (dicts with ``text``, ``id``, ``sources``, ``document_id``, times,
-    ``score``...) to that state key instead; ``system_message=True`` does both.
+    ``score``...) to that state key instead; ``system_message=True`` does both. ``deadline_ms``: recall returns what
+    finished within that many milliseconds (see ``Bank.recall``).
     """
     source = BankSource(memory, bank_id)
     add_message = state_key is None if system_message is None else system_message
-    options = RecallOptions(budget=budget, max_memories=max_memories, networks=networks)
+    options = RecallOptions(budget=budget, max_memories=max_memories, networks=networks,
+                            deadline_ms=check_deadline_ms(deadline_ms))
 
     def recall_node(state: Any, config: RunnableConfig, runtime: Runtime) -> dict[str, Any]:
         bank = source.resolve(runtime, config)

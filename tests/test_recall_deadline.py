@@ -284,3 +284,29 @@ def test_cli_recall_deadline(tmp_path: Path, capsys: pytest.CaptureFixture[str],
         out, err = capsys.readouterr()
         assert code == 2 and f"expected a whole number from 1 to {MAX_DEADLINE_MS}" in err
         assert "Traceback" not in err and err.strip().splitlines()[-1].startswith("hindsight recall: error: ")
+
+
+def test_langgraph_recall_node_and_middleware_pass_the_deadline(bank: Bank, slow: Callable[[str], None]) -> None:
+    from langchain_core.messages import HumanMessage
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    from langchain_hindsight import HindsightMiddleware, create_recall_node
+
+    class MemoryState(MessagesState):
+        memories: list[dict[str, Any]]
+
+    builder = StateGraph(MemoryState)
+    builder.add_node("recall", create_recall_node(bank, state_key="memories", deadline_ms=DEADLINE_MS))
+    builder.add_edge(START, "recall")
+    builder.add_edge("recall", END)
+    app = builder.compile()
+    slow("keyword")
+    t = time.perf_counter()
+    out = app.invoke({"messages": [HumanMessage(QUERY)]})
+    assert time.perf_counter() - t < RETURNED_WITHIN_S
+    assert any(ANSWER in m["text"] for m in out["memories"])
+    assert HindsightMiddleware(bank, deadline_ms=DEADLINE_MS).recall_options["deadline_ms"] == DEADLINE_MS
+    for make in (lambda: create_recall_node(bank, deadline_ms=0),
+                 lambda: HindsightMiddleware(bank, deadline_ms="300")):  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="deadline_ms"):
+            make()
