@@ -29,6 +29,7 @@ from hindsight_core.cli.display import format_recall, placement_notes
 from hindsight_core.cli.options import MAX_BATCH, MAX_BUDGET, MAX_MEMORIES
 from hindsight_core.cli.run import LONG_WORK_S, progress_settings, quiet_progress
 from hindsight_core.config import RecallSettings, Settings
+from hindsight_core.recall.deadline import MAX_DEADLINE_MS
 
 MESSAGES = [
     {"speaker": "Ana", "text": "I started running every morning in January.", "id": "m1"},
@@ -261,6 +262,7 @@ BOUNDS: dict[tuple[str, str], tuple[str, str, list[str]]] = {
     ("recall", "--budget"): ("1", str(MAX_BUDGET), ["0", "-5", "99999999999999999999999", "1e3", "abc", "1.5"]),
     ("recall", "--max"): ("1", str(MAX_MEMORIES), ["0", str(MAX_MEMORIES + 1), "9" * 40, "two"]),
     ("recall", "--as-of"): ("2024-03-05", "2024-03-05T18:00:00+02:00", ["not a date", "2024-13-45", "", "9" * 300]),
+    ("recall", "--deadline-ms"): ("1", str(MAX_DEADLINE_MS), ["0", "-5", str(MAX_DEADLINE_MS + 1), "1e3", "1.5", "x"]),
     ("reflect", "--budget"): ("1", str(MAX_BUDGET), ["0", str(MAX_BUDGET + 1), "99999999999999999999999"]),
     ("reflect", "--skepticism"): ("1", "5", ["0", "6", "3.5", "99999999999999999999999"]),
     ("reflect", "--literalism"): ("1", "5", ["0", "6", "-1"]),

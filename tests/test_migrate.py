@@ -25,6 +25,7 @@ from test_portability import CONVERSATION, EMBEDDER, build_source, open_store, p
 
 from hindsight_core import Hindsight
 from hindsight_core.cli.run import run_parsed
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.errors import BankNotFoundError, HindsightError
 from hindsight_core.portability import restore as restore_module
 from hindsight_core.portability.migrate import QueryCheck, migrate
@@ -94,7 +95,9 @@ def server(servers: Servers) -> Iterator[Hindsight]:
 def embedded(tmp_path: Path) -> Iterator[Hindsight]:
     """An embedded store with two banks (ids unique to the test: the Chroma server outlives the test)."""
     summary = {"summary": "Melanie has kids and a puppy named Oscar, paints and runs."}
-    with open_store(tmp_path / "memory", llm=ScriptedLLM([summary])) as hs:
+    # The scripted model writes the observation (observation_mode="model"): the banks are retained raw.
+    with open_store(tmp_path / "memory", llm=ScriptedLLM([summary]),
+                    settings=Settings(cara=CaraSettings(observation_mode="model"))) as hs:
         rich, chat = f"notes-{uuid.uuid4().hex[:8]}", f"chat-{uuid.uuid4().hex[:8]}"
         build_source(hs, rich)
         bank = hs.bank(chat)
