@@ -262,7 +262,8 @@ def test_the_pages_show_what_superseded_a_memory_and_mark_it_in_lists(
     assert "superseded" in driver.find_element("css selector", "h1.memory-title .badge").text
     driver.save_screenshot(str(output_dir() / "memory-superseded.png"))
     note.find_element("css selector", "a.memory-link").click()  # the link leads to the newer memory
-    _wait(driver, f"return location.hash.includes('{porto.id}') && document.body.dataset.ready === '1'")
+    _wait(driver, f"return location.hash.includes('{porto.id}') && document.body.dataset.ready === '1' && "
+                  "document.querySelector('.history.supersedes') !== null")
     assert driver.find_element("css selector", "h1.memory-title").text == PORTO
     assert LISBON in driver.find_element("css selector", ".history.supersedes").text
     assert not driver.find_elements("id", "superseded-by")
@@ -312,7 +313,10 @@ def test_the_correct_form_stores_a_correction_with_a_write_token(
     assert (entry.surface, entry.token_id) == ("explorer", "writer") and set(entry.memory_ids) == {cello.id, new_id}
     # The corrected memory's page now says by what and since when it was superseded.
     corrects.find_element("css selector", "a.memory-link").click()
-    _wait(driver, f"return location.hash.includes('{cello.id}') && document.body.dataset.ready === '1'")
+    # The hash changes before the hashchange render starts (ready is still the last view's '1' for a moment): wait
+    # for the corrected memory's own page, not only the address.
+    _wait(driver, f"return location.hash.includes('{cello.id}') && document.body.dataset.ready === '1' && "
+                  "document.getElementById('superseded-by') !== null")
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     assert driver.find_element("id", "superseded-by").text.startswith(
         f"Superseded on {today} by “Mia plays the viola, not the cello.”")
