@@ -25,8 +25,8 @@ from .models import (
     RetainResult,
     utcnow,
 )
+from .observations.job import observation_of
 from .opinions.formed import FormedOpinion
-from .reflect.observation_job import observation_document_id
 from .reflect.profile_merge import amerge_background, merge_background
 from .retain.options import RetainOptions
 from .stores import audit
@@ -354,10 +354,7 @@ class Bank:
         """The current observation (preference-neutral summary) of an entity, or None."""
         store = self._engine.store
         found = store.find_entity(self.id, entity)
-        if found is None:
-            return None
-        units = store.get_units(self.id, store.units_of_document(self.id, observation_document_id(found.id)))
-        return units[0] if units else None
+        return None if found is None else observation_of(store, self.id, found.id)
 
     @public
     def merge_background(self, snippet: Text) -> BankProfile:

@@ -161,7 +161,7 @@ class CaraSettings(BaseModel):
     # model takes 6-80 s on 2 cores, and the facts job already takes 3-4 s per message of the 4 s budget.
     # Extractive by default (issue 36): read beside their messages, the bundled model's summaries were 36-45%
     # supported and the grounded check lifted them to 50-56%, while the checked facts they would summarise are about
-    # 90% supported, and a summary call was half of all background work (reflect/observation_extract.py).
+    # 90% supported, and a summary call was half of all background work (observations/extract.py).
     observation_mode: Literal["extractive", "model"] = Field(
         "extractive", description="extractive: an observation is the entity's checked facts (no model call); model: "
                                   "the model writes a summary of the messages and facts, checked sentence by sentence"

@@ -20,10 +20,10 @@ from .extract.base import Extractor
 from .extract.raw_extractor import RawExtractor
 from .llm.base import LLM
 from .models import Job
+from .observations.job import ObservationWriter, rebuild_job
 from .opinions.reinforce import OpinionReinforcer, ReinforceStore
 from .recall.pipeline import RecallPipeline
 from .recall.rerank import Reranker
-from .reflect.observation_job import ObservationWriter, rebuild_job
 from .reflect.pipeline import ReflectPipeline
 from .retain.correct import Corrector
 from .retain.fact_job import FactJob

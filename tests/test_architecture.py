@@ -103,7 +103,7 @@ LAYERS: list[set[str]] = [
     {"text", "temporal", "assets"},
     {"llm", "embedders", "extract", "stores"},
     {"vectors"},
-    {"retain", "recall", "reflect", "opinions"},
+    {"retain", "recall", "reflect", "observations", "opinions"},
     {"runtime"},
     {"engine", "portability"},
     {"hindsight", "bank"},
@@ -226,6 +226,20 @@ def test_one_ceiling_and_one_default_in_one_file() -> None:
     assert defined == ["core/opinions/confidence.py", "core/opinions/confidence.py"]
     for old in ("opinions", "grounded_confidence", "disposition", "reinforce", "opinion_candidates"):
         assert not (ROOT / "core" / "reflect" / f"{old}.py").exists(), old
+
+
+def test_observations_are_their_own_component() -> None:
+    """The observation modules live in ``observations/`` (no longer in ``reflect/``), and reading an entity's
+    current observation is one function, ``observations.job.observation_of``, that the facade and the explorer
+    call."""
+    for old in ("observations", "observation_job", "observation_support", "observation_extract"):
+        assert not (ROOT / "core" / "reflect" / f"{old}.py").exists(), old
+    for module in ("job", "support", "extract", "summary"):
+        assert (ROOT / "core" / "observations" / f"{module}.py").exists(), module
+    for caller in ("bank.py", "explorer/queries.py"):
+        calls = {node.func.id for node in ast.walk(ast.parse((ROOT / "core" / caller).read_text(encoding="utf-8")))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}
+        assert "observation_of" in calls, caller
 
 
 def test_the_check_finds_a_cycle() -> None:

@@ -20,6 +20,14 @@ from hindsight_core.errors import LLMError
 from hindsight_core.llm.base import MalformedOutputError
 from hindsight_core.llm.structured import clip
 from hindsight_core.models import Disposition
+from hindsight_core.observations.summary import (
+    MAX_FACT_CHARS,
+    MAX_FACTS,
+    SUMMARY_CHARS,
+    asummarize_entity,
+    select_facts,
+    summarize_entity,
+)
 from hindsight_core.opinions.assess import OpinionAssessment, aassess_opinion, assess_opinion
 from hindsight_core.opinions.confidence import Assessment, opinion_step, update_confidence
 from hindsight_core.opinions.disposition import (
@@ -32,14 +40,6 @@ from hindsight_core.opinions.disposition import (
     verbalize,
 )
 from hindsight_core.opinions.formed import FormedOpinion
-from hindsight_core.reflect.observations import (
-    MAX_FACT_CHARS,
-    MAX_FACTS,
-    SUMMARY_CHARS,
-    asummarize_entity,
-    select_facts,
-    summarize_entity,
-)
 from hindsight_core.reflect.profile_merge import (
     BACKGROUND_CHARS,
     amerge_background,
@@ -370,8 +370,8 @@ def test_formed_opinion_bounds_and_leniency() -> None:
 
 
 def test_llm_schemas_bound_every_list_and_string() -> None:
+    from hindsight_core.observations.summary import _SummaryOut
     from hindsight_core.opinions.assess import _AssessmentOut
-    from hindsight_core.reflect.observations import _SummaryOut
     from hindsight_core.reflect.profile_merge import _MergeOut
 
     def walk(node: object) -> None:

@@ -19,9 +19,9 @@ from hindsight_core import Hindsight
 from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.extract.base import ExtractedEntity, ExtractedFact
 from hindsight_core.models import EntityType, Job, JobStatus, Network
-from hindsight_core.reflect import observation_job
-from hindsight_core.reflect.observation_job import COST_KEY, EVIDENCE_KEY, OBSERVATIONS
-from hindsight_core.reflect.observation_support import (
+from hindsight_core.observations import job as observation_job
+from hindsight_core.observations.job import COST_KEY, EVIDENCE_KEY, OBSERVATIONS
+from hindsight_core.observations.support import (
     check_grounded,
     check_support,
     grounded_facts,
@@ -204,7 +204,7 @@ def test_the_default_observation_is_the_entitys_checked_facts_without_a_model_ca
 
 
 def test_an_extractive_observation_stops_at_its_length_and_drops_repeats() -> None:
-    from hindsight_core.reflect.observation_extract import OVER_LENGTH, QUOTED, extractive_check
+    from hindsight_core.observations.extract import OVER_LENGTH, QUOTED, extractive_check
 
     facts = [("f1", "Kevin started a pottery class on Tuesday."), ("f2", "Kevin started a pottery class on Tuesday"),
              ("f3", "Kevin watched Moonrise Kingdom by Wes Anderson and loved it.")]
@@ -320,7 +320,7 @@ def test_grounded_thresholds_are_the_dev_choice_and_hold_on_the_test_halves() ->
         score_labelled,
     )
     from hindsight_core.embedders import make_embedder
-    from hindsight_core.reflect.observation_support import GROUNDED_MIN_OVERLAP, GROUNDED_MIN_SIMILARITY
+    from hindsight_core.observations.support import GROUNDED_MIN_OVERLAP, GROUNDED_MIN_SIMILARITY
 
     embed = make_embedder("minilm").embed
     grounding = load_labelled(GROUNDING)

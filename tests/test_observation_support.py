@@ -19,8 +19,8 @@ from hindsight_core import Hindsight
 from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.embedders import make_embedder
 from hindsight_core.models import Network
-from hindsight_core.reflect.observation_job import SUPPORT_KEY, ObservationWriter, fact_line
-from hindsight_core.reflect.observation_support import (
+from hindsight_core.observations.job import SUPPORT_KEY, ObservationWriter, fact_line
+from hindsight_core.observations.support import (
     MIN_OVERLAP,
     MIN_SIMILARITY,
     check_support,
@@ -30,7 +30,7 @@ from hindsight_core.reflect.observation_support import (
     split_sentences,
 )
 
-# The model-written summary: these tests check that path (the default is extractive, reflect/observation_extract.py).
+# The model-written summary: these tests check that path (the default is extractive, observations/extract.py).
 MODEL_SUMMARIES = Settings(cara=CaraSettings(observation_mode="model"))
 
 T0 = datetime(2025, 3, 3, 10, 0, tzinfo=UTC)

@@ -199,7 +199,7 @@ def score_observations(rows: Sequence[dict[str, Any]], labels: dict[tuple[str, s
                        texts: dict[tuple[str, str], str], embed: Callable[[Sequence[str]], Any] | None,
                        ) -> dict[str, Any]:
     """The model's observation sentences against their labels, before and after today's grounded check."""
-    from hindsight_core.reflect.observation_support import check_grounded
+    from hindsight_core.observations.support import check_grounded
 
     before: Counter[bool] = Counter()
     after: Counter[bool] = Counter()
@@ -234,8 +234,8 @@ def score_extractive(sets: Sequence[tuple[dict[str, Any], GroundingReport, list[
     the job makes them from the facts the checks stored on the labelled sessions of their conversation, each
     sentence scored by its fact's label: ``true`` and ``trivial`` are supported (trivial counted apart), ``wrong``
     is not."""
-    from hindsight_core.reflect.observation_extract import extractive_check
-    from hindsight_core.reflect.observation_support import grounded_facts, mentions
+    from hindsight_core.observations.extract import extractive_check
+    from hindsight_core.observations.support import grounded_facts, mentions
 
     facts_of: dict[str, list[tuple[str, str, dict[str, Any] | None, list[str], list[str]]]] = {}
     lines_of: dict[str, list[tuple[str, str]]] = {}

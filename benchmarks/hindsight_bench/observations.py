@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from hindsight_core.reflect.observation_support import (
+from hindsight_core.observations.support import (
     GROUNDED_MIN_OVERLAP,
     GROUNDED_MIN_SIMILARITY,
     MIN_OVERLAP,

@@ -30,7 +30,7 @@ from ..models import (
     Recall,
     utcnow,
 )
-from ..reflect.observation_job import EVIDENCE_KEY, FACT_NETWORKS, SUPPORT_KEY, observation_document_id
+from ..observations.job import EVIDENCE_KEY, FACT_NETWORKS, SUPPORT_KEY, observation_document_id, observation_of
 from ..retain.correct import CORRECTION_KEY
 from ..temporal.timestamps import parse_timestamp
 from ..text.inputs import document_input
@@ -640,10 +640,8 @@ class Explorer:
                 "sentences": sentences}
 
     def _observation(self, bank_id: str, entity_id: str) -> dict[str, Any] | None:
-        # The same lookup as Bank.observation, by id: names can be ambiguous, ids are not.
-        ids = self.store.units_of_document(bank_id, observation_document_id(entity_id))
-        units = self.store.get_units(bank_id, ids[:1])
-        return memory_json(units[0]) if units else None
+        found = observation_of(self.store, bank_id, entity_id)  # the lookup Bank.observation makes, by id
+        return memory_json(found) if found is not None else None
 
     def graph(self, bank_id: str, *, limit: int = 60) -> dict[str, Any]:
         """The ``limit`` most mentioned entities and how many memories each pair shares."""

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from ..reflect.observation_job import observation_document_id
+from ..observations.job import observation_document_id
 from .archive import BankArchive
 from .format import AuditRecord, EventRecord, LinkRecord, UnitRecord
 from .jsonl import FileRecords

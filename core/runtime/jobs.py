@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..models import Disposition, DocumentStatus, Job, Network, RetainResult
-from ..reflect.observation_job import FACT_NETWORKS
+from ..observations.job import FACT_NETWORKS
 from ..reflect.pipeline import ReflectPipeline
 from ..retain.options import RetainOptions
 from ..retain.pipeline import RetainPipeline

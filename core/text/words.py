@@ -2,7 +2,7 @@
 
 Shared by the checks that ask whether a text is borne out by others: a fact against the messages it cites
 (``extract/grounding``) and an observation's sentences against the messages and facts about its entity
-(``reflect/observation_support``). Crude on purpose: stems that meet half way ("adopting", "adoption"), stop words
+(``observations/support``). Crude on purpose: stems that meet half way ("adopting", "adoption"), stop words
 that carry no claim, and a capital inside a sentence as the mark of a name.
 """
 

@@ -14,7 +14,7 @@ from hindsight_core import Hindsight
 from hindsight_core.errors import InvalidInputError, MemoryNotFoundError
 from hindsight_core.extract.base import ExtractedFact
 from hindsight_core.models import Document, JobStatus, Memory, Network
-from hindsight_core.reflect.observation_job import OBSERVATIONS, observation_document_id
+from hindsight_core.observations.job import OBSERVATIONS, observation_document_id
 from hindsight_core.runtime.integrity import check
 
 T0 = datetime(2023, 1, 10, 9, 0, tzinfo=UTC)

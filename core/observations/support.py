@@ -665,7 +665,7 @@ def check_grounded(
     own_words: bool = False,
 ) -> SupportCheck:
     """Check each sentence of ``summary`` about ``entity`` against raw ``messages`` (``(unit_id, line)`` pairs, a
-    line ``[8 May 2023] Speaker: text`` as :func:`~hindsight_core.reflect.observation_job.fact_line` renders a raw
+    line ``[8 May 2023] Speaker: text`` as :func:`~hindsight_core.observations.job.fact_line` renders a raw
     unit; date and speaker optional).
 
     A sentence is kept when it is whole (:func:`is_whole_sentence`; else ``cut off``), it is about the entity (its

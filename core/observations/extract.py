@@ -4,12 +4,12 @@ The bundled 1.5B model's summaries were the least trustworthy thing the bank wro
 of their sentences were supported (``hindsight bench beliefs``, model summaries), and the grounded check lifted the
 kept ones to only 50-56%, while a summary call took 6-80 s on 2 cores, about half of all background work. The
 entity's facts have passed two checks by then (the facts job's, against the messages each cites, and
-:func:`~hindsight_core.reflect.observation_support.grounded_facts`, against the raw messages about the entity with
+:func:`~hindsight_core.observations.support.grounded_facts`, against the raw messages about the entity with
 each speaker's "I" kept to that speaker), and read by the same labels they are supported about nine times in ten.
 
 So by default (``CaraSettings.observation_mode = "extractive"``) an observation is those facts: newest first, each a
 whole sentence, checked once more as a summary would be (about the entity, nothing a kept sentence already said), up
-to :data:`~hindsight_core.reflect.observations.SUMMARY_CHARS`. ``"model"`` keeps the model-written summary.
+to :data:`~hindsight_core.observations.summary.SUMMARY_CHARS`. ``"model"`` keeps the model-written summary.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from .observation_support import Embed, SupportCheck, check_grounded, is_whole_sentence
-from .observations import SUMMARY_CHARS
+from .summary import SUMMARY_CHARS
+from .support import Embed, SupportCheck, check_grounded, is_whole_sentence
 
 __all__ = ["OVER_LENGTH", "QUOTED", "compose_from_facts", "extractive_check"]
 
@@ -59,7 +59,7 @@ def extractive_check(
     """The extractive observation of ``entity``: ``(candidate summary, verdicts)``.
 
     ``facts`` are the entity's facts the messages bear out (``(id, text)``, newest first); ``messages`` and
-    ``about_ids`` are what :func:`~hindsight_core.reflect.observation_support.check_grounded` reads. Each fact is
+    ``about_ids`` are what :func:`~hindsight_core.observations.support.check_grounded` reads. Each fact is
     judged as a summary sentence would be (whole, about the entity, supported, not a repeat) and one in the first or
     second person is left out (:data:`QUOTED`); the supported ones are kept in order until ``max_chars`` is reached,
     the rest marked :data:`OVER_LENGTH`. The check's ``text`` is what

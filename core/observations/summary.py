@@ -3,7 +3,8 @@
 Observations are regenerated in the background when enough new evidence about an entity has come in. One
 structured LLM call turns the raw messages about the entity (with speaker and date), the facts drawn from them
 that the messages bear out, and (when there is one) its previous summary into 2-4 objective sentences; the
-disposition plays no part here (observations are neutral, opinions are where the disposition acts).
+disposition plays no part here (observations are neutral, opinions are where the disposition acts). This is the
+``"model"`` observation mode; the default writes the observation from the checked facts (``extract``).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class _SummaryOut(BaseModel):
 
 # The messages and facts come newest first (the job sorts them so, and clipping drops the oldest): the conflict rule
 # must say "newer", not "later in the list". Each sentence is checked against the messages afterwards
-# (observation_support.check_grounded), so the rules ask for what that check keeps: whole sentences about the entity,
+# (support.check_grounded), so the rules ask for what that check keeps: whole sentences about the entity,
 # each person's own news kept to that person, stated details, no repeats.
 _SYSTEM = """You write a short, objective summary of what the messages and facts say about one entity.
 Rules:

@@ -4,10 +4,10 @@
 facts cite), each with its real speaker and date, not on the facts alone: a fact is the model's reading of a message,
 and a wrong one ("Kevin has a cat named Luna", from Paola's "my cat Luna") made a wrong observation look supported.
 The model is shown those messages, cut to the sentences that can speak of the entity
-(:func:`~hindsight_core.reflect.observation_support.material_about`), and the facts about the entity that the
-messages bear out (:func:`~hindsight_core.reflect.observation_support.grounded_facts`); each sentence of its summary
+(:func:`~hindsight_core.observations.support.material_about`), and the facts about the entity that the
+messages bear out (:func:`~hindsight_core.observations.support.grounded_facts`); each sentence of its summary
 is then kept only if it is whole, about the entity, and supported by the messages with each speaker's "I" kept to
-that speaker (:func:`~hindsight_core.reflect.observation_support.check_grounded`).
+that speaker (:func:`~hindsight_core.observations.support.check_grounded`).
 
 **Bounded.** After a retain, :meth:`ObservationWriter.plan` queues work only for entities with no observation job
 queued (one job per entity at a time: a retain touching an entity whose job waits adds nothing) and with enough new
@@ -38,9 +38,9 @@ from ..llm.base import LLM, ChatMessage
 from ..models import SUPERSEDED_BY_KEY, Document, Entity, Job, JobStatus, Memory, Network
 from ..retain.pipeline import FactWriter
 from ..stores.base import EntityStore, JobQueue, Supersession, UnitStore
-from .observation_extract import extractive_check
-from .observation_support import SupportCheck, check_grounded, grounded_facts, material_about
-from .observations import summarize_entity
+from .extract import extractive_check
+from .summary import summarize_entity
+from .support import SupportCheck, check_grounded, grounded_facts, material_about
 
 FACT_NETWORKS = (Network.WORLD, Network.EXPERIENCE)
 """Observations and opinions are written from these networks only (never from other observations)."""
@@ -72,6 +72,14 @@ def rebuild_job(bank_id: str, entity_ids: list[str]) -> Job:
 def observation_document_id(entity_id: str) -> str:
     """Observations of an entity live under one synthetic document id, so regenerating replaces them."""
     return f"observation:{entity_id}"
+
+
+def observation_of(store: UnitStore, bank_id: str, entity_id: str) -> Memory | None:
+    """The current observation of the entity ``entity_id`` (an id: names can be ambiguous, ids are not), or None:
+    the one lookup that ``Bank.observation``, the explorer and the observation job (its previous summary) share."""
+    ids = store.units_of_document(bank_id, observation_document_id(entity_id))
+    units = store.get_units(bank_id, ids) if ids else []
+    return units[0] if units else None
 
 
 def fact_time(memory: Memory) -> datetime:
@@ -246,9 +254,7 @@ class ObservationWriter:
         return count - base >= self.new_evidence, count
 
     def _previous(self, bank_id: str, entity_id: str) -> Memory | None:
-        ids = self.store.units_of_document(bank_id, observation_document_id(entity_id))
-        units = self.store.get_units(bank_id, ids) if ids else []
-        return units[0] if units else None
+        return observation_of(self.store, bank_id, entity_id)
 
     def follow(self, bank_id: str, changes: Sequence[Supersession]) -> tuple[list[Supersession], list[Job]]:
         """What supersessions mean for observations: each observation written from a memory now superseded is
