@@ -337,6 +337,11 @@ class Reflection(BaseModel):
     stance: Literal["yes", "no", "unsure"] | None = Field(
         default=None, description="the judgment on a yes/no question (None when memory held nothing)")
     citations_dropped: int = Field(default=0, description="cited numbers that named no recalled memory (ignored)")
+    verdicts: dict[str, Literal["yes", "no", "neither"]] = Field(
+        default_factory=dict, description="for a yes/no question: each judged memory's id and where it points; the "
+        "stance and its confidence are computed from them and the disposition")
+    confidence: float | None = Field(
+        default=None, description="for a yes/no question: the confidence of the stance, computed from the evidence")
     opinions: list[Memory] = Field(default_factory=list, description="opinions formed and stored")
     memories: list[Memory] = Field(default_factory=list, description="what recall returned")
     disposition: Disposition

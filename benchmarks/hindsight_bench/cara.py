@@ -47,6 +47,10 @@ from pydantic import BaseModel, Field, model_validator
 from .report import bar_plot, md_table, run_info, write_json, write_text
 
 DATA = Path(__file__).resolve().parent / "data" / "cara_scenarios.json"
+BALANCE = Path(__file__).resolve().parent / "data" / "cara_balance.json"
+"""Evidence-balance pairs (``--set balance``): the same question and people, 3 for / 1 against and 1 for / 3
+against; each scenario names its half (``split``) and its twin (``pair``)."""
+SETS = {"judgement": DATA, "balance": BALANCE}
 LABELS = ("reinforce", "weaken", "contradict", "neutral")
 CONFIDENCE_GAP = 0.15
 """Two opinion confidences this far apart count as a different outcome (the issue's definition)."""
@@ -97,6 +101,9 @@ class Scenario(BaseModel):
     messages: list[Message] = Field(min_length=1)
     evidence: Evidence
     later: list[LaterMessage] = Field(min_length=1)
+    split: Literal["dev", "test"] | None = None
+    """The half the scenario belongs to, when its file says (the balance set); else its position decides."""
+    pair: str | None = None
 
     @model_validator(mode="after")
     def _indices(self) -> Scenario:
@@ -127,8 +134,10 @@ def load_scenarios(path: str | Path | None = None) -> list[Scenario]:
     return scenarios
 
 
-def split_of(index: int) -> str:
-    """``dev`` or ``test``: the half a scenario's position in the file puts it in."""
+def split_of(index: int, scenario: Scenario | None = None) -> str:
+    """``dev`` or ``test``: the half the scenario names, else the one its position in the file puts it in."""
+    if scenario is not None and scenario.split is not None:
+        return scenario.split
     return "dev" if index < DEV_SCENARIOS else "test"
 
 
@@ -136,7 +145,7 @@ def select_split(scenarios: Sequence[Scenario], split: str) -> list[Scenario]:
     """The scenarios of one half (``dev``, ``test``) or ``all``."""
     if split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
-    return [s for i, s in enumerate(scenarios) if split in ("all", split_of(i))]
+    return [s for i, s in enumerate(scenarios) if split in ("all", split_of(i, s))]
 
 
 def _day(date: str) -> datetime:
@@ -162,13 +171,28 @@ def _stance(reflection: Any) -> str:
     return (reflection.stance or "unsure") if reflection.known else "unknown"
 
 
+def side_of(text: str, question: str) -> str:
+    """The side of the yes/no ``question`` a written answer or opinion takes, read from its words: "unsure" when it
+    says the evidence is mixed or it is not sure or does not know, else ``statement_side`` (a leading yes or no, else
+    the negations it adds to the question's)."""
+    from hindsight_core.opinions.coherence import statement_side
+
+    lead = text.strip().lower()
+    if lead.startswith(("the evidence is mixed", "i am not sure", "i'm not sure", "i don't know", "i do not know")):
+        return "unsure"
+    return statement_side(text, question)
+
+
 def reflect_run(hs: Any, scenario: Scenario, name: str, disposition: Any, run: int) -> dict[str, Any]:
-    """One reflect of ``scenario``'s question in a fresh bank under ``disposition``; what it said and cited."""
+    """One reflect of ``scenario``'s question in a fresh bank under ``disposition``; what it said and cited, the
+    sides its answer and its opinion take (read from their words), and its seconds and tokens."""
     bank = hs.bank(f"{scenario.id}-{name}-{run}")
     _retain_messages(bank, scenario.id, scenario.messages)
+    llm = getattr(hs, "llm", None)
     t0 = time.perf_counter()
     r = bank.reflect(scenario.question, disposition=disposition, reference_time=scenario.reference_time())
     seconds = time.perf_counter() - t0
+    usage = getattr(llm, "last_usage", None) if llm is not None else None
     recalled = {m.id for m in r.memories}
     cited = [*r.based_on, *r.against]
     existing = {c for c in cited if bank.get(c) is not None}
@@ -180,6 +204,11 @@ def reflect_run(hs: Any, scenario: Scenario, name: str, disposition: Any, run: i
         "based_on": len(r.based_on), "against": len(r.against), "citations_dropped": r.citations_dropped,
         "cited_existing_and_recalled": sum(1 for c in cited if c in existing and c in recalled),
         "cited": len(cited), "recalled": len(recalled), "seconds": round(seconds, 2),
+        "verdicts": dict(Counter(r.verdicts.values())),
+        "answer_side": side_of(r.answer, scenario.question) if r.known else "unknown",
+        "opinion_side": side_of(r.opinions[0].text, scenario.question) if r.opinions else None,
+        "completion_tokens": (usage or {}).get("completion_tokens"),
+        "prompt_tokens": (usage or {}).get("prompt_tokens"),
     }
 
 
@@ -290,6 +319,11 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 valid += x["cited"]
                 stored += x["cited"]
                 stored_ok += x["cited_existing_and_recalled"]
+    with_opinion = [x for r in records for rs in r["runs"].values() for x in rs if x.get("opinion_side")]
+    coherent = sum(1 for x in with_opinion if x["opinion_side"] == x.get("answer_side"))
+    all_runs = [x for r in records for rs in r["runs"].values() for x in rs]
+    tokens = sorted(x["completion_tokens"] for x in all_runs if x.get("completion_tokens") is not None)
+    seconds = sorted(x["seconds"] for x in all_runs if x.get("seconds") is not None)
     later = [x for r in records for x in r.get("later", [])]
     confusion = {g: {p: sum(1 for x in later if x["gold"] == g and x["predicted"] == p) for p in LABELS}
                  for g in LABELS}
@@ -309,6 +343,12 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "stances": {k: dict(v) for k, v in stances.items()},
         "stance_matches_evidence": {k: _share(v, sum(stances[k].values())) for k, v in agrees.items()},
         "mean_confidence": {k: round(sum(v) / len(v), 3) if v else None for k, v in confidences.items()},
+        "stance_follows_majority": _share(sum(agrees.values()), sum(sum(c.values()) for c in stances.values())),
+        "coherence": _share(coherent, len(with_opinion)),
+        "coherence_runs": len(with_opinion),
+        "reflects": len(all_runs),
+        "reflect_seconds_median": seconds[len(seconds) // 2] if seconds else None,
+        "reflect_tokens_median": tokens[len(tokens) // 2] if tokens else None,
     }
 
 
@@ -334,7 +374,13 @@ def _format_metrics(m: Mapping[str, Any]) -> str:
             ["evidence responsiveness", m["responsiveness"],
              f"recorded label = gold ({m['responsiveness_messages']} messages)"],
             ["groundedness (model citations)", m["groundedness_citations"], "cited numbers naming a shown memory"],
-            ["groundedness (stored)", m["groundedness_stored"], "stored citations that exist and were recalled"]]
+            ["groundedness (stored)", m["groundedness_stored"], "stored citations that exist and were recalled"],
+            ["stance follows the evidence majority", m.get("stance_follows_majority"),
+             "first runs, both dispositions (an even split expects unsure)"],
+            ["coherence", m.get("coherence"),
+             f"answer and stored opinion take the same side, read from their words ({m.get('coherence_runs')} runs)"],
+            ["seconds per reflect (median)", m.get("reflect_seconds_median"), f"{m.get('reflects')} reflects"],
+            ["completion tokens per reflect (median)", m.get("reflect_tokens_median"), "the reflect call's answer"]]
     disp_rows = [[k, json.dumps(m["stances"].get(k, {})), m["mean_confidence"].get(k),
                   m["stance_matches_evidence"].get(k)] for k in m["stances"]]
     conf_rows = [[g, *(m["confusion"][g][p] for p in LABELS), m["responsiveness_per_label"][g]] for g in LABELS]

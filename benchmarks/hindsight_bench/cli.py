@@ -237,7 +237,10 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                                    "prints sensitivity, consistency, evidence responsiveness and groundedness. "
                                    "The model is the bundled local one unless --llm-url names an "
                                    "OpenAI-compatible endpoint.")
-    p.add_argument("--data", help="a scenario file (default: the bundled hindsight-cara-scenarios set)")
+    p.add_argument("--data", help="a scenario file (default: the bundled set that --set names)")
+    p.add_argument("--set", choices=("judgement", "balance"), default="judgement",
+                   help="bundled scenarios: judgement (44 scenarios, dispositions and labelled later evidence) or "
+                        "balance (16 pairs: the same question with 3 for / 1 against and 1 for / 3 against)")
     p.add_argument("--split", choices=("dev", "test", "all"), default="all",
                    help="the dev half (first 22 scenarios), the test half (last 22, the headline) or all (default)")
     p.add_argument("--scenarios", type=positive_int, help="only the first N scenarios of the split (default: all)")

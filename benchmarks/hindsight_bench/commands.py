@@ -176,17 +176,17 @@ def cmd_qa(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_cara(args: argparse.Namespace) -> dict[str, Any] | None:
     """``cara``: contrasting dispositions and labelled evidence on the bundled scenarios."""
-    from .cara import DATA, format_cara, load_scenarios, run_cara, select_split, split_of, write_cara
+    from .cara import SETS, format_cara, load_scenarios, run_cara, select_split, split_of, write_cara
     from .qa import endpoint_llm
 
-    data = Path(args.data) if args.data else DATA
+    data = Path(args.data) if args.data else SETS[args.set]
     if not data.is_file():
         raise BenchError(f"CARA scenarios not found: {data}")
     try:
         scenarios = load_scenarios(data)
     except ValueError as exc:
         raise BenchError(f"{data}: {exc}") from None
-    halves = {s.id: split_of(i) for i, s in enumerate(scenarios)}
+    halves = {s.id: split_of(i, s) for i, s in enumerate(scenarios)}
     scenarios = select_split(scenarios, args.split)
     if args.scenarios:
         scenarios = scenarios[: args.scenarios]

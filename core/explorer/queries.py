@@ -31,6 +31,7 @@ from ..models import (
     utcnow,
 )
 from ..observations.job import EVIDENCE_KEY, FACT_NETWORKS, SUPPORT_KEY, observation_document_id, observation_of
+from ..opinions.trajectory import trajectory
 from ..retain.correct import CORRECTION_KEY
 from ..temporal.timestamps import parse_timestamp
 from ..text.inputs import document_input
@@ -438,7 +439,7 @@ class Explorer:
             "sources": sources, "entities": entities, "links": links,
         }
         if m.network == Network.OPINION:
-            out["history"] = self._history(bank_id, m.id)
+            out["history"] = self._history(bank_id, m)
         out.update(self._supersession(bank_id, m))
         return out
 
@@ -711,15 +712,19 @@ class Explorer:
         m = self.bank(bank_id).get(opinion_id)
         if m is None or m.network != Network.OPINION:
             raise NotFoundError(f"no opinion {opinion_id!r} in bank {bank_id!r}")
-        return {"opinion": memory_json(m), "history": self._history(bank_id, m.id)}
+        return {"opinion": memory_json(m), "history": self._history(bank_id, m)}
 
-    def _history(self, bank_id: str, opinion_id: str) -> list[dict[str, Any]]:
-        events = self.store.opinion_history(bank_id, opinion_id)
-        evidence = {u.id: u for u in self.store.get_units(bank_id, [i for e in events for i in e.evidence])}
-        return [{**e.model_dump(mode="json"),
-                 "evidence_memories": [brief_json(evidence[i]) if i in evidence else {"id": i, "missing": True}
-                                       for i in e.evidence]}
-                for e in events]
+    def _history(self, bank_id: str, opinion: Memory) -> list[dict[str, Any]]:
+        """Each step with its evidence memories, each with its verdict (for / against / neutral: ``trajectory``)."""
+        events = self.store.opinion_history(bank_id, opinion.id)
+        steps = trajectory(events, opinion)
+        ids = [i for step in steps for i in step["verdicts"]]
+        evidence = {u.id: u for u in self.store.get_units(bank_id, ids)}
+        for step in steps:
+            step["evidence_memories"] = [
+                {**(brief_json(evidence[i]) if i in evidence else {"id": i, "missing": True}), "verdict": v}
+                for i, v in step["verdicts"].items()]
+        return steps
 
     # documents and jobs --------------------------------------------------------------------------------------
     def documents(self, bank_id: str, *, status: DocumentStatus | None = None, limit: int = 50,

@@ -27,8 +27,20 @@ from typing import Literal, NamedTuple
 
 from ..models import Disposition, Memory
 from .confidence import confidence_basis
+from .stance import Judgement
 
-__all__ = ["AGREES", "Coherent", "coherent_answer", "computed_stance", "flat_side"]
+__all__ = [
+    "AGREES",
+    "Coherent",
+    "coherent_answer",
+    "computed_stance",
+    "flat_side",
+    "judged_answer",
+    "judged_lead",
+    "judged_opinion_text",
+    "judged_text",
+    "statement_side",
+]
 
 AGREES = 0.5
 """From this confidence on, the evidence carries the stance the model took."""
@@ -127,3 +139,94 @@ def coherent_answer(
     opposing = {m.id for m in against}
     support = [m for m in support if m.id not in opposing]
     return Coherent(_rewrite(computed, side, confidence, support, against), returned, confidence, True)
+
+
+# --------------------------------------------------------------------------------------------------------
+# Answers and opinions from judged evidence (each memory's verdict: :mod:`hindsight_core.opinions.stance`)
+# --------------------------------------------------------------------------------------------------------
+
+_NEGATION = re.compile(
+    r"\b(not|no|never|nobody|nothing|cannot|can't|won't|isn't|aren't|wasn't|weren't|shouldn't|wouldn't|couldn't|"
+    r"don't|doesn't|didn't|hasn't|haven't|unreliable|untrustworthy|unsafe|unsuitable|unwise|avoid|bad|poor|"
+    r"worse|worst|risky|overpriced|overrated)\b", re.IGNORECASE)
+_LEAD_WORD = re.compile(r"^\W*(yes|yeah|yep|definitely|absolutely|certainly|sure|no|nope|probably not|not)\b",
+                        re.IGNORECASE)
+
+
+def _negations(text: str) -> int:
+    return len(_NEGATION.findall(text.replace("\u2019", "'")))
+
+
+def statement_side(text: str, question: str) -> Side:
+    """The side of a yes/no ``question`` a sentence takes: its leading yes or no when it has one, else "no" when it
+    negates an odd number of times more than the question does ("Rafael is not reliable" for "Is Rafael
+    reliable?"; "You should avoid it" for "Should I avoid the Corsa?" is "yes"), else "yes"."""
+    lead = _LEAD_WORD.match(text.strip())
+    if lead is not None:
+        return "yes" if lead.group(1).lower() in _YES_WORDS else "no"
+    return "no" if (_negations(text) - _negations(question)) % 2 else "yes"
+
+
+def judged_lead(stance: str, confidence: float) -> str:
+    """How an answer or opinion from judged evidence opens: "Yes" / "No" from ``AGREES`` on, "Probably yes" /
+    "Probably not" below it, "The evidence is mixed", or "I am not sure"."""
+    if stance == "yes":
+        return "Yes" if confidence >= AGREES else "Probably yes"
+    if stance == "no":
+        return "No" if confidence >= AGREES else "Probably not"
+    return "The evidence is mixed" if stance == "mixed" else "I am not sure"
+
+
+def judged_answer(answer: str, judgement: Judgement, question: str) -> Coherent:
+    """``answer`` kept when it agrees with the stance the judged evidence carries, else rewritten from it.
+
+    Rewritten when its first sentence states a side flatly (:func:`flat_side`) that is not the stance, or states the
+    stance flatly below ``AGREES`` (no flat "yes" at a confidence under 0.5), or opens with a yes or no that is not the
+    stance (even hedged); a hedged answer on the stance's side is kept."""
+    answer = answer.strip()
+    stance, confidence = judgement.stance, judgement.confidence
+    returned: Literal["yes", "no", "unsure"] = stance if stance in ("yes", "no") else "unsure"
+    flat = flat_side(answer, "unsure")
+    lead = _LEAD_WORD.match(answer)
+    opens = None if lead is None else ("yes" if lead.group(1).lower() in _YES_WORDS else "no")
+    agrees = (
+        (flat is None or (flat == stance and confidence >= AGREES))
+        and (opens is None or opens == stance)
+        and not (flat is None and opens is None and stance in ("yes", "no")
+                 and statement_side(answer, question) != stance and confidence >= AGREES)
+    )
+    if agrees and answer:
+        return Coherent(answer, returned, confidence, False)
+    return Coherent(judged_text(judgement), returned, confidence, True)
+
+
+def judged_text(judgement: Judgement) -> str:
+    """The stance in words, with the memories on each side: "Probably not (confidence 0.31): against it, ...; for it,
+    ..." (for it: the memories pointing to yes; against it: those pointing to no)."""
+    lead = f"{judged_lead(judgement.stance, judgement.confidence)} (confidence {judgement.confidence:.2f})"
+    yes = [m for m in [*judgement.support, *judgement.against] if judgement.verdicts.get(m.id) == "yes"]
+    no = [m for m in [*judgement.support, *judgement.against] if judgement.verdicts.get(m.id) == "no"]
+    parts = [f"for it, {_cited(yes)}" if yes else "", f"against it, {_cited(no)}" if no else ""]
+    if judgement.stance == "no":
+        parts.reverse()
+    said = "; ".join(p for p in parts if p)
+    return f"{lead}: {said}." if said else f"{lead}: nothing I remember settles it."
+
+
+def judged_opinion_text(text: str, judgement: Judgement, question: str) -> str:
+    """An opinion's text that agrees with the judged stance: the model's ``text`` when it takes the stance's side
+    (at ``AGREES`` or above, or hedged below it), else a sentence written from the stance and the question."""
+    text = _whole_sentence(text)
+    side_ok = judgement.stance in ("yes", "no") and text and statement_side(text, question) == judgement.stance
+    if side_ok and (judgement.confidence >= AGREES or _HEDGE.search(text)):
+        return text
+    return f"{judged_lead(judgement.stance, judgement.confidence)} to \"{' '.join(question.split())}\": " \
+           f"{_cited(judgement.support) or 'nothing I remember settles it'}."
+
+
+def _whole_sentence(text: str) -> str:
+    """The first whole sentence of ``text`` (ending in . ! or ?), or "" when it has none: a model's opinion cut at its
+    length limit is not stored half-said."""
+    text = " ".join(text.split())
+    match = re.match(r"^(.+?[.!?])(?:\s|$)", text)
+    return match.group(1) if match else ""

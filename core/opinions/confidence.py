@@ -21,12 +21,17 @@ kept beside it (``model_confidence``) for inspection only.
 
 The formula, for the distinct memories cited in support (``for``) and against (``against``)::
 
-    weight(m)      = kind(m) * hearsay(m) * recency(m)
+    weight(m)      = kind(m) * hearsay(m) * self_claim(m) * feeling(m) * recency(m)
     kind(m)        = 1 for what was said or done (world, experience);
                      INFERRED_WEIGHT * (5 - literalism) / 4 for inferred memories (observations, other opinions):
                      a literal mind (5) counts only what was said
     hearsay(m)     = 1, or for a second-hand report ("I heard that ...") hearsay_factor: 1 at
                      skepticism 1-3, 0.5 at 4, 0 at 5 (the same rule that decides whether it moves an opinion)
+    self_claim(m)  = 1, or for a first-person claim by someone the question names ("Rafael: I always lock up" for
+                     "Should I trust Rafael?", :func:`is_self_claim`) self_claim_factor: 1 at skepticism 1-2,
+                     0.75 at 3, 0.5 at 4, 0.25 at 5
+    feeling(m)     = 1, or for a memory that speaks of feelings (``is_emotional``) 1 + EMPATHY_WEIGHT * (empathy - 3):
+                     0.5 at empathy 1, 1.5 at 5
     recency(m)     = max(MIN_RECENCY, 0.5 ** (age_days / HALF_LIFE_DAYS))   (age at the reference time)
     S_for, S_against = the sums of weight over each side
     corroboration  = (sources + n_for) / (2 * n_for)      sources = distinct documents among the ``for`` memories:
@@ -51,18 +56,20 @@ above it).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import re
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from enum import StrEnum
 from typing import NamedTuple
 
 from ..models import Disposition, Memory, Network
-from .disposition import is_hearsay
+from .disposition import is_emotional, is_hearsay
 
 __all__ = [
     "CEILING",
     "DEFAULT_CONFIDENCE",
     "DEFAULT_STEP_BASE",
+    "EMPATHY_WEIGHT",
     "FLOOR",
     "Assessment",
     "Move",
@@ -71,8 +78,10 @@ __all__ = [
     "evidence_weight",
     "grounded_confidence",
     "hearsay_factor",
+    "is_self_claim",
     "moved",
     "opinion_step",
+    "self_claim_factor",
     "starting_confidence",
     "update_confidence",
 ]
@@ -102,13 +111,42 @@ MIN_RECENCY = 0.25
 INFERRED = frozenset({Network.OBSERVATION, Network.OPINION})
 
 
-def evidence_weight(memory: Memory, disposition: Disposition, reference: datetime) -> float:
-    """``kind * hearsay * recency`` of one cited memory (see the module)."""
+EMPATHY_WEIGHT = 0.25
+"""How much more (empathy 4-5) or less (1-2) a memory about feelings counts, per point of empathy away from 3."""
+
+_SPEAKER = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
+
+
+def self_claim_factor(d: Disposition) -> float:
+    """How much a claim someone makes about themselves counts: 1 at skepticism 1-2, 0.75 at 3, 0.5 at 4, 0.25 at 5."""
+    return {3: 0.75, 4: 0.5, 5: 0.25}.get(d.skepticism, 1.0)
+
+
+def is_self_claim(memory: Memory, about: Collection[str]) -> bool:
+    """Whether ``memory`` is a message in which someone the question is ``about`` (casefolded names) speaks of
+    themselves in the first person ("Rafael: I always lock up")."""
+    match = _SPEAKER.match(memory.text)
+    if match is None or not about:
+        return False
+    speaker = {w.casefold().removesuffix("'s") for w in match.group(1).split()}
+    return bool(speaker & set(about)) and bool(_FIRST_PERSON.search(match.group(2)))
+
+
+def evidence_weight(
+    memory: Memory, disposition: Disposition, reference: datetime, about: Collection[str] = ()
+) -> float:
+    """``kind * hearsay * self_claim * feeling * recency`` of one cited memory (see the module); ``about``: the
+    casefolded names the question is about (for self-claims)."""
     kind = 1.0
     if memory.network in INFERRED:
         kind = INFERRED_WEIGHT * (5 - disposition.literalism) / 4
     if is_hearsay(memory.text):
         kind *= hearsay_factor(disposition)
+    if is_self_claim(memory, about):
+        kind *= self_claim_factor(disposition)
+    if is_emotional(memory):
+        kind *= 1.0 + EMPATHY_WEIGHT * (disposition.empathy - 3)
     when = memory.occurred_end or memory.occurred_start or memory.mentioned_at
     recency = 1.0
     if when is not None:
@@ -118,21 +156,23 @@ def evidence_weight(memory: Memory, disposition: Disposition, reference: datetim
 
 
 def grounded_confidence(
-    support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime
+    support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime,
+    about: Collection[str] = (),
 ) -> float:
     """The confidence of an opinion resting on ``support`` and opposed by ``against`` (see the module)."""
-    return float(confidence_basis(support, against, disposition, reference)["confidence"])
+    return float(confidence_basis(support, against, disposition, reference, about)["confidence"])
 
 
 def confidence_basis(
-    support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime
+    support: Sequence[Memory], against: Sequence[Memory], disposition: Disposition, reference: datetime,
+    about: Collection[str] = (),
 ) -> dict[str, float | int | str]:
     """``grounded_confidence`` with the numbers it came from, and a one-line explanation of them."""
     opposing = {m.id for m in against}
     support = list({m.id: m for m in support if m.id not in opposing}.values())
     against = list({m.id: m for m in against}.values())
-    s_for = sum(evidence_weight(m, disposition, reference) for m in support)
-    s_against = sum(evidence_weight(m, disposition, reference) for m in against)
+    s_for = sum(evidence_weight(m, disposition, reference, about) for m in support)
+    s_against = sum(evidence_weight(m, disposition, reference, about) for m in against)
     sources = len({m.document_id or m.id for m in support})
     need = NEED_AT_SKEPTICISM_1 * 2 ** (disposition.skepticism - 1)
     value = 0.0
@@ -140,7 +180,7 @@ def confidence_basis(
         corroboration = (sources + len(support)) / (2 * len(support))
         value = CEILING * (1.0 - math.exp(-s_for * corroboration / need)) * s_for / (s_for + s_against)
     confidence = round(min(CEILING, max(0.0, value)), 4)
-    uncounted = sum(1 for m in support if evidence_weight(m, disposition, reference) == 0.0)
+    uncounted = sum(1 for m in support if evidence_weight(m, disposition, reference, about) == 0.0)
     why = (f"{len(support)} memories for ({sources} sources, support {s_for:.2f}"
            + (f", {uncounted} not counted at this disposition" if uncounted else "")
            + f"), {len(against)} against ({s_against:.2f}); skepticism {disposition.skepticism} needs "

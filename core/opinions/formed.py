@@ -13,7 +13,7 @@ from .confidence import DEFAULT_CONFIDENCE
 __all__ = ["FormedOpinion"]
 
 _OPINION_CHARS = 300
-_RATIONALE_CHARS = 300
+_RATIONALE_CHARS = 160  # "one short sentence": a longer limit let the small model ramble for 300 characters
 _ENTITY_CHARS = 80
 _MAX_ENTITIES = 5
 

@@ -28,8 +28,10 @@ R = TypeVar("R", bound=BaseModel)
 
 NAMESPACE = uuid.UUID("5b1f2d8e-8c57-4a7e-9d3e-4f1f8b6a2c10")
 OBSERVATION_PREFIX = observation_document_id("")
-# Unit metadata written by the engine that holds unit ids (opinions: based_on; observations: facts).
-_UNIT_ID_LISTS = ("based_on", "facts")
+# Unit metadata written by the engine that holds unit ids (opinions: based_on, against; observations: facts), and
+# the maps keyed by them (a judged opinion's verdicts).
+_UNIT_ID_LISTS = ("based_on", "against", "facts")
+_UNIT_ID_MAPS = ("verdicts",)
 
 
 def _each(records: Collection[R], fn: Callable[[R], R]) -> Collection[R]:
@@ -63,6 +65,9 @@ def remap(archive: BankArchive, bank_id: str) -> BankArchive:
         for key in _UNIT_ID_LISTS:
             if isinstance(out.get(key), list):
                 out[key] = [f(x) if isinstance(x, str) else x for x in out[key]]
+        for key in _UNIT_ID_MAPS:
+            if isinstance(out.get(key), dict):
+                out[key] = {f(k): v for k, v in out[key].items()}
         if isinstance(out.get("entity_id"), str):
             out["entity_id"] = f(out["entity_id"])
         return out

@@ -34,10 +34,11 @@ from ..models import (
     Reflection,
     utcnow,
 )
-from ..opinions.coherence import coherent_answer
+from ..opinions.coherence import coherent_answer, judged_answer, judged_opinion_text
 from ..opinions.confidence import confidence_basis
 from ..opinions.disposition import empathy_order, verbalize
 from ..opinions.formed import FormedOpinion
+from ..opinions.stance import Judgement, judge, names_in
 from ..recall.pipeline import RecallPipeline
 from ..retain.pipeline import FactWriter
 from ..stores.base import BankStore, UnitStore
@@ -58,6 +59,12 @@ class _Answer(BaseModel):
     model_config = LLM_SCHEMA_CONFIG
 
     known: bool = Field(description="true if some memories are relevant to the question")
+    # Each memory's verdict on a yes/no question, asked before the answer: the code computes the stance from them
+    # (opinions/stance.py). Two short lists cost a few tokens; a verdict object per memory cost ~10 each.
+    points_yes: list[int] = Field(default_factory=list, max_length=8,
+                                  description="yes/no question: numbers of the memories that point to yes; else []")
+    points_no: list[int] = Field(default_factory=list, max_length=8,
+                                 description="yes/no question: numbers of the memories that point to no; else []")
     # At least one citation: small models otherwise answer "from nowhere" (ignored when known is false).
     based_on: list[int] = Field(min_length=1, max_length=8, description="numbers of the memories your answer uses")
     # At most 3, "usually none": with room for 8 the small model filled it with as many numbers as based_on.
@@ -83,6 +90,10 @@ def system_message(profile: BankProfile, disposition: Disposition) -> str:
         "your disposition. Cite in based_on the numbers of the memories you used. Set known to true when "
         "some memories are relevant; only if none is relevant, set known to false and say you do not know. "
         "Cite in against only memories that contradict your answer (usually none). "
+        "For a yes/no question, first sort the memories that bear on it, each on its own: in points_yes those that "
+        "make the answer yes more likely, in points_no those that make it no more likely; leave out memories about "
+        "something else (example, for \"Is Sam a good cook?\": \"Lee: Every guest praised Sam's lasagne\" "
+        "points to yes, \"Kim: Sam burned the rice again\" points to no, \"Lee: I bought a bicycle\" to neither). "
         "Never invent facts. If the question asks for a judgment (is, should, would, what do you think), "
         "add your judgment to opinions: one sentence in your own words, a confidence between 0 and 1 that "
         "reflects your disposition, and a short rationale."
@@ -198,6 +209,8 @@ class ReflectPipeline:
         out: _Answer | None, opinion_document: str | None = None, reference: datetime | None = None,
     ) -> Reflection:
         system = messages[0]["content"]
+        if out is not None and (out.points_yes or out.points_no):
+            out = out.model_copy(update={"known": True})  # memories judged to bear on it are relevant ones
         if out is None or not out.known:
             answer = out.answer.strip() if out is not None and out.answer.strip() else UNKNOWN_ANSWER
             return Reflection(query=query, answer=answer, known=False, memories=memories, disposition=disp,
@@ -207,7 +220,12 @@ class ReflectPipeline:
 
         based_on = cited(out.based_on)
         against = [m for m in cited(out.against) if m not in based_on]  # cited both ways: it supports
-        dropped = sum(1 for n in [*out.based_on, *out.against] if not 1 <= n <= len(memories))
+        dropped = sum(1 for n in [*out.based_on, *out.against, *out.points_yes, *out.points_no]
+                      if not 1 <= n <= len(memories))
+        yes, no = cited(out.points_yes), cited(out.points_no)
+        if yes or no:
+            return self._finish_judged(bank_id, query, disp, memories, system, out, (based_on, yes, no), dropped,
+                                       opinion_document, reference or utcnow())
         opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document,
                                        grounded=(disp, reference or utcnow()), against=against)
         # The answer states the stance its evidence carries: a flat yes or no it does not carry is rewritten.
@@ -220,10 +238,58 @@ class ReflectPipeline:
                           stance=said.stance, citations_dropped=dropped, opinions=opinions, memories=memories,
                           disposition=disp, system_message=system)
 
+    def _finish_judged(
+        self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], system: str, out: _Answer,
+        cited: tuple[list[str], list[str], list[str]], dropped: int, opinion_document: str | None,
+        reference: datetime,
+    ) -> Reflection:
+        """A yes/no question whose memories the model judged: the stance, its confidence, the answer and the opinion
+        all come from the judged evidence (``judge``); the opinion records each memory's verdict."""
+        based_on, yes, no = cited
+        shown = {m.id: m for m in memories}
+        neither = [shown[i] for i in based_on if i not in yes and i not in no]
+        judgement = judge(self._evidence(bank_id, yes), self._evidence(bank_id, no), disp, reference,
+                          about=names_in(query), neither=neither)
+        said = judged_answer(out.answer, judgement, query)
+        if said.rewritten:
+            log.info("reflect: answer rewritten from the judged stance %s (confidence %.2f)", judgement.stance,
+                     judgement.confidence)
+        opinions = self._store_judged(bank_id, out.opinions, judgement, query, opinion_document)
+        support = [m.id for m in judgement.support]
+        return Reflection(query=query, answer=said.answer, known=True,
+                          based_on=list(dict.fromkeys([*support, *based_on])),
+                          against=[m.id for m in judgement.against], stance=said.stance,
+                          citations_dropped=dropped, verdicts=dict(judgement.verdicts),
+                          confidence=judgement.confidence, opinions=opinions, memories=memories, disposition=disp,
+                          system_message=system)
+
+    def _store_judged(
+        self, bank_id: str, formed: list[FormedOpinion], judgement: Judgement, query: str, document_id: str | None,
+    ) -> list[Memory]:
+        """The opinion of a judged yes/no question: the model's first opinion when it takes the computed stance's
+        side, else one written from the stance (:func:`judged_opinion_text`); stored with the stance's confidence,
+        the evidence on each side and every verdict relative to it (for / against / neutral). None when nothing
+        weighed on either side."""
+        if judgement.stance == "unsure" or judgement.confidence <= 0.0:
+            return []
+        first = next((o for o in formed if o.text.strip()), None)
+        text = judged_opinion_text(first.text if first is not None else "", judgement, query)
+        opinion = FormedOpinion(text=text, rationale=first.rationale if first is not None else "",
+                                confidence=judgement.confidence,
+                                entities=first.entities if first is not None else sorted(names_in(query)))
+        side = {"yes": "yes", "no": "no"}.get(judgement.stance) or (
+            "yes" if judgement.weight_yes >= judgement.weight_no else "no")
+        relative = {i: ("neutral" if v == "neither" else "for" if v == side else "against")
+                    for i, v in judgement.verdicts.items()}
+        extra = {"stance": judgement.stance, "verdicts": relative, "confidence_basis": judgement.explanation,
+                 "model_confidence": [o.confidence for o in formed[:1]]}
+        return self.store_opinions(bank_id, [opinion], [m.id for m in judgement.support], query=query,
+                                   document_id=document_id, against=[m.id for m in judgement.against], extra=extra)
+
     def store_opinions(
         self, bank_id: str, formed: list[FormedOpinion], based_on: list[str], *, query: str | None = None,
         document_id: str | None = None, grounded: tuple[Disposition, datetime] | None = None,
-        against: list[str] | None = None,
+        against: list[str] | None = None, extra: Mapping[str, Any] | None = None,
     ) -> list[Memory]:
         """Store opinions in the opinion network, each with its "formed" history event in the same transaction.
 
@@ -232,7 +298,8 @@ class ReflectPipeline:
         again replaces them, which makes a retried scheduled reflect store its opinions once. ``grounded``
         (the disposition and the reference time) replaces each opinion's confidence by the one its evidence
         supports (``grounded_confidence``, with ``against``: ids of memories cited against it; the proposed
-        number is kept as ``model_confidence``); an opinion with no support left is not stored.
+        number is kept as ``model_confidence``); an opinion with no support left is not stored. ``extra``: more
+        metadata stored with them (a judged opinion's stance and verdicts).
         """
         formed = [o for o in formed if o.text.strip()]
         if not formed:
@@ -254,7 +321,7 @@ class ReflectPipeline:
         facts = _opinion_facts(formed, evidence, now)
         doc = Document(id=document_id or f"opinion:{uuid.uuid4()}", bank_id=bank_id, content=query or "",
                        timestamp=now)
-        meta = _opinion_metadata(based_on, against, proposed, basis, query)
+        meta = {**_opinion_metadata(based_on, against, proposed, basis, query), **(extra or {})}
 
         def formed_events(units: list[Memory]) -> list[OpinionEvent]:
             return [
@@ -269,6 +336,7 @@ class ReflectPipeline:
             if basis is not None:
                 unit.metadata["model_confidence"] = said
                 unit.metadata["confidence_basis"] = basis["explanation"]
+            unit.metadata.update(extra or {})
         return result.memories
 
     def _evidence(self, bank_id: str, based_on: list[str]) -> list[Memory]:
