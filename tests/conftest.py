@@ -57,6 +57,7 @@ SLOW_FILES = {
     # processes killed and raced on both backends; the explorer's pages in a real browser
     "test_correct_failures.py", "test_forget_failures.py", "test_explorer_timeline.py",
     "test_explorer_timeline_bench.py", "test_explorer_overview.py", "test_explorer_entity.py",
+    "test_explorer_opinion.py",
 }
 SLOW_TESTS = {"test_every_page_loads_without_console_errors", "test_documents_and_jobs_pages_list_and_filter_by_status",
               "test_graph_renders_and_shows_an_observation", "test_recall_playground_returns_the_expected_memory",

@@ -10,10 +10,8 @@ The browser part fails, never skips, when chromium is missing: the test command 
 from __future__ import annotations
 
 import argparse
-import os
 import queue
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from support.explorer_bank import (
     ExplorerBank,
     build,
 )
+from support.explorer_pages import REPO, STATIC, chromium, output_dir
 
 from hindsight_core import Hindsight
 from hindsight_core.cli.net import is_loopback
@@ -44,20 +43,7 @@ from hindsight_core.explorer.auth import TOKEN_HEADER, Guard
 from hindsight_core.explorer.cli import add_commands
 from hindsight_core.explorer.queries import strongest
 
-REPO = Path(__file__).resolve().parents[1]
-STATIC = REPO / "core" / "explorer" / "static"
-CHROMIUM = os.environ.get("HINDSIGHT_CHROMIUM", "/usr/bin/chromium")
-CHROMEDRIVER = os.environ.get("HINDSIGHT_CHROMEDRIVER", "/usr/bin/chromedriver")
-APT = "apt-get update && apt-get install -y chromium chromium-driver"
 TOKEN = "test-token-0123456789"
-
-
-def output_dir() -> Path:
-    """Where screenshots go: ``$HINDSIGHT_TEST_OUTPUT/explorer`` or ``build/test-output/explorer``."""
-    root = os.environ.get("HINDSIGHT_TEST_OUTPUT")
-    folder = Path(root) / "explorer" if root else REPO / "build" / "test-output" / "explorer"
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 # the JSON API ---------------------------------------------------------------------------------------------------
@@ -371,23 +357,7 @@ def served(browser_bank: ExplorerBank) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
     """Headless chromium through chromedriver, keeping the page's console log."""
-    for binary in (CHROMIUM, CHROMEDRIVER):
-        if not (Path(binary).exists() or shutil.which(binary)):
-            pytest.fail(f"{binary} is missing: the browser tests need Debian's chromium ({APT})", pytrace=False)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
-                 "--disable-gpu", "--no-first-run", "--disable-extensions", "--disable-background-networking"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
-        yield d
-    finally:
-        d.quit()
+    yield from chromium(height=1000)
 
 
 def _open(driver: Any, url: str, *, timeout: float = 60) -> None:

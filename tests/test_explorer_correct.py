@@ -12,7 +12,6 @@ thread of this process (``support.threaded_servers``), so the store and its audi
 from __future__ import annotations
 
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -21,8 +20,9 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from support.explorer_pages import chromium
 from support.threaded_servers import ExplorerThread
-from test_explorer import APT, CHROMEDRIVER, CHROMIUM, _errors, _hash, _open, _wait, output_dir
+from test_explorer import _errors, _hash, _open, _wait, output_dir
 
 from hindsight_core import Hindsight
 from hindsight_core.access import READ, TokenFile
@@ -215,24 +215,8 @@ def served(world: World) -> Iterator[ExplorerThread]:
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    """Headless chromium through chromedriver, keeping the page's console log (as in ``test_explorer``)."""
-    for binary in (CHROMIUM, CHROMEDRIVER):
-        if not (Path(binary).exists() or shutil.which(binary)):
-            pytest.fail(f"{binary} is missing: the browser tests need Debian's chromium ({APT})", pytrace=False)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
-                 "--disable-gpu", "--no-first-run", "--disable-extensions", "--disable-background-networking"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
-        yield d
-    finally:
-        d.quit()
+    """Headless chromium through chromedriver, keeping the page's console log (``support.explorer_pages``)."""
+    yield from chromium(height=1000)
 
 
 def visit(driver: Any, served: ExplorerThread, token: str, fragment: str) -> None:

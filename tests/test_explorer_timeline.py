@@ -13,7 +13,6 @@ accessibility check by axe-core (vendored from npm) with no serious or critical 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -22,8 +21,10 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from support.explorer_pages import axe_violations as _axe_violations
+from support.explorer_pages import chromium
 from support.threaded_servers import ExplorerThread
-from test_explorer import APT, CHROMEDRIVER, CHROMIUM, REPO, STATIC, _errors, _hash, _open, _wait, output_dir
+from test_explorer import REPO, _errors, _hash, _open, _wait, output_dir
 
 from hindsight_core import Hindsight
 from hindsight_core.explorer.app import create_app
@@ -177,24 +178,8 @@ def served(opened: Hindsight) -> Iterator[ExplorerThread]:
 
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Any]:
-    """Headless chromium through chromedriver, keeping the page's console log (as in ``test_explorer``)."""
-    for binary in (CHROMIUM, CHROMEDRIVER):
-        if not (Path(binary).exists() or shutil.which(binary)):
-            pytest.fail(f"{binary} is missing: the browser tests need Debian's chromium ({APT})", pytrace=False)
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,900",
-                 "--disable-gpu", "--no-first-run", "--disable-extensions", "--disable-background-networking"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    d = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
-        yield d
-    finally:
-        d.quit()
+    """Headless chromium through chromedriver, keeping the page's console log (``support.explorer_pages``)."""
+    yield from chromium()
 
 
 CHART = "document.querySelector('.timeline-chart')"
@@ -223,18 +208,6 @@ def _click_on_chart(driver: Any, item_id: str) -> None:
     size = over.size
     ActionChains(driver).move_to_element_with_offset(
         over, int(at["x"] - size["width"] / 2), int(at["y"] - size["height"] / 2)).click().perform()
-
-
-def _axe_violations(driver: Any) -> list[dict[str, Any]]:
-    """axe-core's serious and critical violations on the page as it stands (the vendored copy, injected)."""
-    source = (STATIC / "vendor" / "axe-core.min.js").read_text()
-    driver.execute_script(source)
-    result = driver.execute_async_script(
-        "const done = arguments[arguments.length - 1];"
-        "axe.run(document, {resultTypes: ['violations']}).then((r) => done(r.violations.map((v) => "
-        "({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target.join(' ')).slice(0, 5)}))))"
-        ".catch((e) => done([{id: 'axe-error', impact: 'critical', help: String(e), nodes: []}]));")
-    return [v for v in result if v["impact"] in ("serious", "critical")]
 
 
 def test_the_timeline_page_draws_links_gaps_and_opens_memories(served: ExplorerThread, driver: Any,

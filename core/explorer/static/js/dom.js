@@ -87,6 +87,15 @@ export function networkBadge(network) {
   return h('span', { class: `badge net-${network}` }, network);
 }
 
+// How one memory bore on an opinion, in words (the colour only repeats it): for, against or neutral.
+export const VERDICTS = ['for', 'against', 'neutral'];
+const VERDICT_TITLES = { for: 'supports the opinion', against: 'goes against the opinion', neutral: 'on neither side' };
+
+export function verdictBadge(verdict) {
+  const v = VERDICTS.includes(verdict) ? verdict : 'neutral';
+  return h('span', { class: `badge verdict verdict-${v}`, title: VERDICT_TITLES[v] }, v);
+}
+
 export function statusBadge(status) {
   return h('span', { class: `badge status-${status}` }, status);
 }

@@ -13,6 +13,7 @@ const VIEWS = {
   graph: './views/graph.js',
   entity: './views/entity.js',
   opinions: './views/opinions.js',
+  opinion: './views/opinion.js',
   documents: './views/documents.js',
   document: './views/document.js',
   jobs: './views/jobs.js',
@@ -22,7 +23,7 @@ const TABS = [
   ['overview', 'Overview'], ['memories', 'Memories'], ['timeline', 'Timeline'], ['graph', 'Entities'], ['opinions', 'Opinions'],
   ['documents', 'Documents'], ['jobs', 'Jobs'], ['recall', 'Recall'], ['audit', 'Audit'],
 ];
-const TAB_OF = { memory: 'memories', entity: 'graph', document: 'documents' };
+const TAB_OF = { memory: 'memories', entity: 'graph', document: 'documents', opinion: 'opinions' };
 
 let banks = null;
 const summaries = new Map();

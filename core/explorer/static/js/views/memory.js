@@ -55,7 +55,9 @@ export async function render(ctx) {
   root.append(section('Source messages', provenance));
 
   if (data.history) {
-    root.append(section('Confidence over time', confidenceChart(data.history), chartLegend(), historyTable(bank, data.history)));
+    root.append(section('Confidence over time',
+      h('p', { class: 'small' }, h('a', { href: route(bank, 'opinion', { id: m.id }), id: 'opinion-page-link' }, 'The opinion’s page: its stance, and each step’s evidence with its verdict ›')),
+      confidenceChart(data.history), chartLegend(), historyTable(bank, data.history)));
   }
   root.append(section(`Links (${data.links.length})`, data.links.length ? h('table', { class: 'grid' },
     h('thead', {}, h('tr', {}, h('th', {}, 'Type'), h('th', { class: 'num' }, 'Weight'), h('th', {}, 'Memory'))),
