@@ -309,6 +309,9 @@ class Job(BaseModel):
     result: dict[str, Any] | None = Field(
         None, description="what a finished job reports (the facts job: facts stored, rejected per reason, a sample "
                           "of the rejected facts)")
+    finished_at: datetime | None = Field(
+        None, description="when it finished: done, or failed for good (None while queued or running, and for a job "
+                          "that finished before stores recorded it)")
 
 
 class OpinionEvent(BaseModel):

@@ -41,7 +41,8 @@ from hindsight_core.cli.net import is_loopback
 from hindsight_core.explorer.app import CSP, create_app
 from hindsight_core.explorer.auth import TOKEN_HEADER, Guard
 from hindsight_core.explorer.cli import add_commands
-from hindsight_core.explorer.queries import strongest
+from hindsight_core.explorer.queries import Explorer, strongest
+from hindsight_core.models import Job, JobStatus
 
 TOKEN = "test-token-0123456789"
 
@@ -165,6 +166,24 @@ def test_entity_graph_is_the_top_n_and_grows_on_demand(client: TestClient, api_b
     found = client.get("/api/entities", params={"bank": BANK, "q": "lisb"}).json()
     assert [e["name"] for e in found["items"]] == ["Lisbon"]
     assert client.get("/api/graph", params={"bank": BANK, "limit": 301}).status_code == 400
+
+
+def test_the_jobs_throughput_counts_by_when_each_finished() -> None:
+    """Done or failed jobs per bucket by ``finished_at``; one that finished before stores recorded it, by when it
+    was queued (and counted as such)."""
+    from datetime import UTC, datetime, timedelta
+
+    t0 = datetime(2025, 3, 1, 10, tzinfo=UTC)
+    hour = timedelta(hours=1)
+    jobs = [Job(id="new", bank_id="b", kind="k", status=JobStatus.DONE, created_at=t0, finished_at=t0 + 2 * hour),
+            Job(id="bad", bank_id="b", kind="k", status=JobStatus.FAILED, created_at=t0, finished_at=t0 + 2 * hour),
+            Job(id="old", bank_id="b", kind="k", status=JobStatus.DONE, created_at=t0),
+            Job(id="waiting", bank_id="b", kind="k", status=JobStatus.QUEUED, created_at=t0 + hour)]
+    flow = Explorer._job_flow(jobs, truncated=False)
+    ms = int(t0.timestamp() * 1000)
+    assert flow["bucket"] == "hour" and flow["finished_undated"] == 1
+    assert flow["finished_per_bucket"] == {"x": [ms, ms + 7_200_000], "counts": {"done": [1, 1], "failed": [0, 1]}}
+    assert flow["queued_per_bucket"]["x"] == [ms, ms + 3_600_000]
 
 
 def test_the_graph_draws_the_strongest_edges_and_links_every_node() -> None:

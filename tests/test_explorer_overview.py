@@ -143,6 +143,9 @@ def test_the_overview_counts_growth_jobs_rejections_and_freshness(client: TestCl
     assert jobs["by_status"] == {"queued": 1, "running": 0, "done": 1, "failed": 1}
     assert jobs["backlog"]["queued"] == 1 and jobs["backlog"]["due"] == 1 and jobs["backlog"]["oldest_queued"]
     assert jobs["bucket"] == "hour" and sum(jobs["queued_per_bucket"]["counts"]["done"]) == 1
+    # Throughput: by when they finished (the store records it).
+    finished = jobs["finished_per_bucket"]
+    assert (sum(finished["counts"]["done"]), sum(finished["counts"]["failed"]), jobs["finished_undated"]) == (1, 1, 0)
     assert jobs["by_kind"] == {"facts": {"done": 1}, "observations": {"failed": 1, "queued": 1}}
 
     rejected = data["rejected"]
@@ -169,6 +172,8 @@ def test_the_overview_page_draws_its_pictures_above_the_counts(served: ExplorerT
     _fresh(driver, f"{served.url}/{_hash(BANK, 'overview')}")
     for section in ("growth", "jobs", "rejected", "freshness"):
         assert driver.find_elements(By.CSS_SELECTOR, f"#overview-{section} figure.plot canvas"), section
+    assert driver.find_elements(By.CSS_SELECTOR, "#overview-jobs-queued canvas")
+    assert driver.find_element(By.CSS_SELECTOR, "#overview-jobs-finished").get_attribute("data-series") == "2"
     bars = {s: driver.find_element(By.CSS_SELECTOR, f"#overview-{s} figure.plot").get_attribute("data-bars")
             for s in ("growth", "jobs", "rejected", "freshness")}
     assert bars["rejected"] == "1" and bars["freshness"] == "5" and int(bars["growth"]) >= 1, bars

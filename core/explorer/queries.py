@@ -317,13 +317,16 @@ class Explorer:
     @staticmethod
     def _job_flow(jobs: Sequence[Job], truncated: bool) -> dict[str, Any]:
         """Jobs by status now; how many were queued per hour (when they span under three days) or per day, by
-        their status now (so ``done`` per bucket is the throughput of the work queued then: the store does not
-        record when a job finished); the backlog: queued (due now or waiting for a retry), running, the oldest
-        queued."""
+        their status now; the throughput: how many finished (done or failed for good) per hour or day, by when
+        they finished (``finished_at``; a job that finished before stores recorded it counts when it was queued,
+        ``finished_undated`` says how many); the backlog: queued (due now or waiting for a retry), running, the
+        oldest queued."""
         now = utcnow()
         statuses = [s.value for s in JobStatus]
-        created = [j.created_at for j in jobs]
-        size = HOUR_MS if created and max(created) - min(created) < timedelta(days=3) else DAY_MS
+        ended = [j for j in jobs if j.status in (JobStatus.DONE, JobStatus.FAILED)]
+        finished = [(j.finished_at or j.created_at, j.status.value) for j in ended]
+        times = [j.created_at for j in jobs] + [at for at, _ in finished]
+        size = HOUR_MS if times and max(times) - min(times) < timedelta(days=3) else DAY_MS
         queued = [j for j in jobs if j.status == JobStatus.QUEUED]
         kinds: dict[str, dict[str, int]] = {}
         for j in jobs:
@@ -333,6 +336,8 @@ class Explorer:
             "by_status": {s: sum(1 for j in jobs if j.status.value == s) for s in statuses},
             "by_kind": kinds, "bucket": "hour" if size == HOUR_MS else "day",
             "queued_per_bucket": per_bucket([(j.created_at, j.status.value) for j in jobs], statuses, size),
+            "finished_per_bucket": per_bucket(finished, [JobStatus.DONE.value, JobStatus.FAILED.value], size),
+            "finished_undated": sum(1 for j in ended if j.finished_at is None),
             "backlog": {"queued": len(queued), "due": sum(1 for j in queued if j.run_after <= now),
                         "waiting": sum(1 for j in queued if j.run_after > now),
                         "running": sum(1 for j in jobs if j.status == JobStatus.RUNNING),

@@ -1,12 +1,12 @@
 """What both graph stores compute alike outside their query languages: times as UTC epoch seconds (floats), a
-finished job's outcome, ``find_entity``'s alias fallback and the cut of ``units_near_time``."""
+finished job's outcome (and when it finished), ``find_entity``'s alias fallback and the cut of ``units_near_time``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime
 
-from ..models import Entity, JobStatus, as_utc
+from ..models import Entity, JobStatus, as_utc, utcnow
 from ..text.names import normalise_name
 
 
@@ -35,6 +35,12 @@ def job_outcome(error: str | None, retry_at: datetime | None) -> tuple[JobStatus
     else:
         status, run_after = JobStatus.FAILED, None
     return status, run_after
+
+
+def job_finished_at(status: JobStatus) -> float | None:
+    """When a job whose outcome is ``status`` finished, as epoch seconds: now when it is done or failed for good,
+    None when it was queued again (a retry has not finished)."""
+    return to_epoch(utcnow()) if status in (JobStatus.DONE, JobStatus.FAILED) else None
 
 
 def by_alias(entities: Iterable[Entity], norm: str) -> Entity | None:

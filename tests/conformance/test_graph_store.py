@@ -25,6 +25,7 @@ from hindsight_core.models import (
     Network,
     OpinionEvent,
     TimeRange,
+    utcnow,
 )
 from hindsight_core.recall import channels
 from hindsight_core.stores.base import GraphStore, Mention, Owner, UnitBatch
@@ -394,6 +395,33 @@ def test_jobs(backend: Backend, bank_id: str) -> None:
     assert s.pending_jobs() == 2
     s.finish_job("j-late2")
     assert {j.id: j.owner for j in s.list_jobs()}["j-late2"] is None  # finishing releases the lease
+
+
+def test_a_job_records_when_it_finished(backend: Backend, bank_id: str) -> None:
+    """Done or failed for good: ``finished_at`` is when (the overview's throughput counts by it); queued, running or
+    queued again for a retry: not finished."""
+    s = backend.store()
+    s.create_bank(BankProfile(id=bank_id, name="b"))
+    for i in ("ok", "bad", "retry"):
+        s.enqueue_job(Job(id=f"j-{i}", bank_id=bank_id, kind="observe", created_at=day(0), run_after=day(0)))
+    while (claimed := s.claim_job(day(1))) is not None:
+        assert claimed.finished_at is None
+    before = utcnow()
+    s.finish_job("j-ok", result={"n": 1})
+    s.finish_job("j-bad", error="gave up")
+    s.finish_job("j-retry", error="try again", retry_at=day(2))
+    after = utcnow()
+    jobs = {j.id: j for j in s.list_jobs(bank_id)}
+    for i in ("j-ok", "j-bad"):
+        at = jobs[i].finished_at
+        assert at is not None and before - timedelta(seconds=1) <= at <= after + timedelta(seconds=1), (i, at)
+    assert (jobs["j-ok"].status, jobs["j-bad"].status) == (JobStatus.DONE, JobStatus.FAILED)
+    assert jobs["j-retry"].status == JobStatus.QUEUED and jobs["j-retry"].finished_at is None
+    assert [j.finished_at is None for j in s.page_jobs(bank_id, JobStatus.DONE)] == [False]
+    again = s.claim_job(day(3))
+    assert again is not None and again.id == "j-retry" and again.finished_at is None
+    s.finish_job("j-retry")
+    assert {j.id: j for j in s.list_jobs(bank_id)}["j-retry"].finished_at is not None
 
 
 def test_stats(store: GraphStore, bank_id: str) -> None:

@@ -103,3 +103,33 @@ def test_v3_file_upgrades_to_unique_entities_leases_and_revisions(tmp_path: Path
     con = upgraded._con()
     assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == SCHEMA_VERSION
     upgraded.close()
+
+
+def test_v8_file_upgrades_to_job_finish_times(tmp_path: Path) -> None:
+    """A file from before jobs recorded when they finished: its finished jobs read as finished at an unknown time
+    (None; the overview counts them when they were queued), and the jobs that finish from now on record it."""
+    from hindsight_core.models import Job, JobStatus
+
+    path = tmp_path / "graph.sqlite"
+    store = SQLiteGraphStore(path)
+    seed(store, "b")
+    store.close()
+    con = sqlite3.connect(path)
+    con.execute("ALTER TABLE jobs DROP COLUMN finished_at")
+    con.execute("INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, created_at, run_after) "
+                "VALUES ('old-done', 'b', 'observations', '{}', 'done', 1, 0, 0)")
+    con.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+    con.commit()
+    con.close()
+
+    upgraded = SQLiteGraphStore(path)
+    old = {j.id: j for j in upgraded.list_jobs()}["old-done"]
+    assert old.status == JobStatus.DONE and old.finished_at is None
+    upgraded.enqueue_job(Job(id="new-job", bank_id="b", kind="k", created_at=T0, run_after=T0))
+    claimed = upgraded.claim_job(T0)
+    assert claimed is not None and claimed.id == "new-job"
+    upgraded.finish_job("new-job")
+    assert {j.id: j for j in upgraded.list_jobs()}["new-job"].finished_at is not None
+    con = upgraded._con()
+    assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0] == SCHEMA_VERSION == "9"
+    upgraded.close()

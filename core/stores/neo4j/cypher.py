@@ -82,7 +82,7 @@ def _create_job_tx(tx: Any, job: Job) -> None:
             "id": job.id, "bank_id": job.bank_id, "kind": job.kind,
             "payload": json.dumps(job.payload, default=str), "status": job.status.value,
             "attempts": job.attempts, "error": job.error, "created_at": _ts(job.created_at),
-            "run_after": _ts(job.run_after), "owner": None,
+            "run_after": _ts(job.run_after), "owner": None, "finished_at": _ts(job.finished_at),
         },
     ).consume()
 

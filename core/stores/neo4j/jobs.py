@@ -12,7 +12,7 @@ from typing import Any
 from ...models import Job, JobStatus
 from ..common import from_epoch as _dt
 from ..common import from_epoch_required as _at
-from ..common import job_outcome
+from ..common import job_finished_at, job_outcome
 from ..common import to_epoch as _ts
 from ..records import Owner, Released
 from .connection import Neo4jConnection
@@ -29,6 +29,7 @@ class Neo4jJobQueue(Neo4jConnection):
             status=JobStatus(row["status"]), attempts=row["attempts"], error=row.get("error"),
             created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]), owner=row.get("owner"),
             result=json.loads(row["result"]) if row.get("result") else None,
+            finished_at=_dt(row.get("finished_at")),
         )
 
     def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
@@ -66,13 +67,16 @@ class Neo4jJobQueue(Neo4jConnection):
     def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None,
                    result: dict[str, Any] | None = None) -> None:
         """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released.
-        ``result`` is what a finished job reports (kept as it is given, None clears it)."""
+        ``result`` is what a finished job reports (kept as it is given, None clears it); a job done or failed for
+        good records when (``finished_at``), a re-queued one has not finished."""
         status, run_after = job_outcome(error, retry_at)
         encoded = None if result is None else json.dumps(result, default=str)
         self._write(lambda tx: tx.run(
             "MATCH (j:Job {id: $id}) SET j.status = $status, j.error = $error, "
-            "j.run_after = coalesce($run_after, j.run_after), j.owner = null, j.result = $result",
+            "j.run_after = coalesce($run_after, j.run_after), j.owner = null, j.result = $result, "
+            "j.finished_at = $finished",
             id=job_id, status=status.value, error=error, run_after=run_after, result=encoded,
+            finished=job_finished_at(status),
         ).consume())
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:

@@ -12,7 +12,7 @@ from typing import Any
 from ...models import DocumentStatus, Job, JobStatus
 from ..common import from_epoch as _dt
 from ..common import from_epoch_required as _at
-from ..common import job_outcome
+from ..common import job_finished_at, job_outcome
 from ..common import to_epoch as _ts
 from ..records import Owner, Released
 from .connection import SQLiteConnection
@@ -30,7 +30,7 @@ class SQLiteJobQueue(SQLiteConnection):
             id=row["id"], bank_id=row["bank_id"], kind=row["kind"], payload=json.loads(row["payload"]),
             status=JobStatus(row["status"]), attempts=row["attempts"], error=row["error"],
             created_at=_dt(row["created_at"]), run_after=_dt(row["run_after"]), owner=row["owner"],
-            result=json.loads(row["result"]) if row["result"] else None,
+            result=json.loads(row["result"]) if row["result"] else None, finished_at=_dt(row["finished_at"]),
         )
 
     def enqueue_job(self, job: Job, *, document_id: str | None = None) -> None:
@@ -62,13 +62,15 @@ class SQLiteJobQueue(SQLiteConnection):
     def finish_job(self, job_id: str, error: str | None = None, retry_at: datetime | None = None,
                    result: dict[str, Any] | None = None) -> None:
         """Mark a job done (no error), re-queued for ``retry_at``, or failed for good; its lease is released.
-        ``result`` is what a finished job reports (kept as it is given, None clears it)."""
+        ``result`` is what a finished job reports (kept as it is given, None clears it); a job done or failed for
+        good records when (``finished_at``), a re-queued one has not finished."""
         status, run_after = job_outcome(error, retry_at)
         with self._tx() as con:
             con.execute(
-                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after), owner = NULL, result = ? "
-                "WHERE id = ?",
-                (status.value, error, run_after, None if result is None else json.dumps(result, default=str), job_id),
+                "UPDATE jobs SET status = ?, error = ?, run_after = coalesce(?, run_after), owner = NULL, result = ?, "
+                "finished_at = ? WHERE id = ?",
+                (status.value, error, run_after, None if result is None else json.dumps(result, default=str),
+                 job_finished_at(status), job_id),
             )
 
     def list_jobs(self, bank_id: str | None = None) -> list[Job]:

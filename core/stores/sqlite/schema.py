@@ -94,7 +94,7 @@ CREATE TABLE IF NOT EXISTS opinion_evidence (
 CREATE TABLE IF NOT EXISTS jobs (
     id TEXT PRIMARY KEY, bank_id TEXT NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
     status TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, error TEXT,
-    created_at REAL NOT NULL, run_after REAL NOT NULL, owner TEXT, result TEXT
+    created_at REAL NOT NULL, run_after REAL NOT NULL, owner TEXT, result TEXT, finished_at REAL
 );
 CREATE INDEX IF NOT EXISTS jobs_runnable ON jobs (status, run_after);
 CREATE TABLE IF NOT EXISTS owners (
@@ -115,7 +115,7 @@ CREATE INDEX IF NOT EXISTS audit_bank_at ON audit (bank_id, at, id);
 CREATE INDEX IF NOT EXISTS audit_at ON audit (at, id);
 """
 
-SCHEMA_VERSION = "8"
+SCHEMA_VERSION = "9"
 
 
 def _migrate(con: sqlite3.Connection) -> None:
@@ -127,7 +127,8 @@ def _migrate(con: sqlite3.Connection) -> None:
     which the schema script creates (nothing to change here). v5 -> v6: a job's ``result``. v6 -> v7: each
     mention's type evidence (``type``, ``weight``; empty on older mentions, which count for their entity's type as
     stored: see ``sql._freeze_types``). v7 -> v8: the ``units_superseded`` index
-    (the schema script makes it; a supersession lives in the unit's metadata).
+    (the schema script makes it; a supersession lives in the unit's metadata). v8 -> v9: when a job finished
+    (``finished_at``; empty on jobs that finished before, which the overview places by when they were queued).
     """
     mention_cols = {r[1] for r in con.execute("PRAGMA table_info(mentions)")}
     if mention_cols and "type" not in mention_cols:
@@ -146,6 +147,8 @@ def _migrate(con: sqlite3.Connection) -> None:
         con.execute("ALTER TABLE jobs ADD COLUMN owner TEXT")
     if job_cols and "result" not in job_cols:
         con.execute("ALTER TABLE jobs ADD COLUMN result TEXT")
+    if job_cols and "finished_at" not in job_cols:
+        con.execute("ALTER TABLE jobs ADD COLUMN finished_at REAL")
     unit_cols = {r[1] for r in con.execute("PRAGMA table_info(units)")}
     if unit_cols and "kw_len" not in unit_cols:
         for col in ("kw_text TEXT", "kw_context TEXT", "kw_len INTEGER"):

@@ -132,9 +132,9 @@ def _retype(con: sqlite3.Connection, entity_ids: Sequence[str]) -> None:
 def _insert_job(con: sqlite3.Connection, job: Job) -> None:
     con.execute(
         "INSERT INTO jobs (id, bank_id, kind, payload, status, attempts, error, created_at, run_after, "
-        "owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+        "owner, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?)",
         (job.id, job.bank_id, job.kind, json.dumps(job.payload, default=str), job.status.value,
-         job.attempts, job.error, _ts(job.created_at), _ts(job.run_after)),
+         job.attempts, job.error, _ts(job.created_at), _ts(job.run_after), _ts(job.finished_at)),
     )
 
 

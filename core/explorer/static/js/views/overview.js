@@ -64,8 +64,19 @@ async function jobsSection(bank, jobs) {
     series: STATUSES.map((s) => ({ key: s, label: s, color: STATUS_COLORS[s], values: q.counts[s] })),
     label: `jobs queued per ${jobs.bucket} by their status now: ${fmtNum(jobs.scanned)} jobs`,
   });
-  sec.append(h('p', { class: 'muted small' }, `Jobs queued per ${jobs.bucket} (UTC) by their status now: the done part of a bar is the throughput of the work queued then (the store records when a job was queued, not when it finished).`));
-  placed(sec, box);
+  sec.append(h('h3', {}, 'Queued'), h('p', { class: 'muted small' }, `Jobs queued per ${jobs.bucket} (UTC), by their status now.`));
+  placed(sec, box).id = 'overview-jobs-queued';
+  // Throughput: the jobs that finished per hour or day, by when they finished.
+  const f = jobs.finished_per_bucket;
+  const done = await stackedBars({
+    x: f.x, bucket: jobs.bucket, yLabel: 'jobs',
+    series: ['done', 'failed'].map((s) => ({ key: s, label: s, color: STATUS_COLORS[s], values: f.counts[s] })),
+    label: `jobs finished per ${jobs.bucket}, done or failed for good: ${fmtNum(jobs.by_status.done + jobs.by_status.failed)} jobs`,
+  });
+  const undated = jobs.finished_undated
+    ? ` ${fmtNum(jobs.finished_undated)} finished before the store recorded when: counted when they were queued.` : '';
+  sec.append(h('h3', {}, 'Finished (throughput)'), h('p', { class: 'muted small' }, `Jobs done or failed for good per ${jobs.bucket} (UTC), by when they finished.${undated}`));
+  placed(sec, done).id = 'overview-jobs-finished';
   const kinds = Object.entries(jobs.by_kind);
   if (kinds.length) {
     sec.append(h('table', { class: 'grid compact', id: 'overview-job-kinds' },
