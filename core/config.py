@@ -166,6 +166,13 @@ class CaraSettings(BaseModel):
         "extractive", description="extractive: an observation is the entity's checked facts (no model call); model: "
                                   "the model writes a summary of the messages and facts, checked sentence by sentence"
     )
+    # Per memory by default (issue 38): on the balance pairs' dev half the one-call lists followed the model's own
+    # answer (see opinions/verdicts.py and docs/BENCHMARKS.md section 6).
+    reflect_judgement: Literal["per_memory", "in_call"] = Field(
+        "per_memory", description="how reflect judges the memories of a yes/no question: per_memory (one small call "
+                                  "per memory, the answer written from the computed stance) or in_call (the reflect "
+                                  "call sorts them into points_yes / points_no and writes the answer)"
+    )
     observation_first_evidence: int = Field(
         5, ge=1, description="raw messages and facts about an entity before its first observation is written"
     )

@@ -104,7 +104,8 @@ def wire(
     retainer = RetainPipeline(store, index, embedder, settings, RawExtractor(window=settings.raw_window), extractor,
                               vectors=vectors)
     recaller = RecallPipeline(store, index, embedder, settings.recall, count_tokens, executor, reranker)
-    reflector = ReflectPipeline(store, recaller, retainer.store_facts, llm)
+    reflector = ReflectPipeline(store, recaller, retainer.store_facts, llm,
+                                judgement=settings.cara.reflect_judgement)
     jobs = JobScheduler(store, retainer, reflector, notify, gate)
     retainer.on_retained = jobs.queue_follow_ups
     retainer.notify = notify

@@ -18,6 +18,9 @@ from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.models import JobStatus, Network, utcnow
 from hindsight_core.opinions.confidence import grounded_confidence, opinion_step, update_confidence
 
+IN_CALL = Settings(cara=CaraSettings(reflect_judgement="in_call"))
+"""These tests script reflect's one call for yes/no questions (the evidence cited for and against)."""
+
 T0 = datetime(2024, 3, 1, 12, 0, tzinfo=UTC)
 FACTS = [
     {"speaker": "Ana", "text": "I started running every morning in January.", "id": "m1"},
@@ -33,7 +36,7 @@ def answer(known: bool = True, text: str = "Ana runs.", based_on: list[int] | No
 
 def test_reflect_system_message_follows_disposition_and_based_on_is_real(tmp_path: Path) -> None:
     llm = ScriptedLLM([answer(based_on=[2, 1, 2, 99, 1]), answer(based_on=[1])])
-    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+    with Hindsight.open(tmp_path / "m", llm=llm, settings=IN_CALL) as hs:
         bank = hs.bank("coach", background="I coach amateur runners.")
         bank.retain(FACTS, timestamp=T0, extract=False)
         warm = bank.reflect("Is Ana a committed runner?", disposition=Disposition(skepticism=1, literalism=2,
@@ -166,7 +169,7 @@ def test_reflect_reports_stance_against_and_dropped_citations(tmp_path: Path) ->
     op = {"text": "Ana is a committed runner.", "rationale": "r", "confidence": 0.9, "entities": ["Ana"]}
     out = {**answer(based_on=[1, 2, 7], opinions=[op]), "against": [3, 2, 0], "stance": "yes"}
     llm = ScriptedLLM([out])
-    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+    with Hindsight.open(tmp_path / "m", llm=llm, settings=IN_CALL) as hs:
         bank = hs.bank("coach", disposition=Disposition(skepticism=3))
         bank.retain(FACTS, timestamp=T0, extract=False)
         result = bank.reflect("Is Ana a committed runner?", reference_time=T0)
@@ -192,7 +195,7 @@ def test_an_opinion_resting_only_on_inferred_memories_is_not_stored_by_a_literal
     # stored; an open mind counts the inferred memory at half weight and stores it.
     op = {"text": "Ana keeps training.", "rationale": "r", "confidence": 0.9, "entities": ["Ana"]}
     llm = ScriptedLLM([answer(based_on=[1], opinions=[op]), answer(based_on=[1], opinions=[op])])
-    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+    with Hindsight.open(tmp_path / "m", llm=llm, settings=IN_CALL) as hs:
         bank = hs.bank("coach")
         earlier = bank.add_opinion("Ana is a committed runner.", 0.8, entities=["Ana"])
         literal = bank.reflect("Is Ana a committed runner?", reference_time=T0,

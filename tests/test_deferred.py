@@ -73,12 +73,12 @@ def test_scheduled_reflect_forms_opinion_in_the_background(tmp_path: Path) -> No
     with Hindsight.open(tmp_path / "m", llm=llm) as hs:
         bank = hs.bank("b")
         bank.retain(MESSAGES, timestamp=T0, extract=False)
-        job = asyncio.run(bank.aschedule_reflect("Is Ana a committed runner?", reference_time=T0))
+        job = asyncio.run(bank.aschedule_reflect("What do you think of Ana's running?", reference_time=T0))
         assert job.kind == "reflect"
         assert bank.wait_idle(60)
         assert [o.text for o in bank.opinions()] == ["Ana is a dedicated runner."]
         assert next(j for j in bank.jobs() if j.id == job.id).status == JobStatus.DONE
-        assert "Is Ana a committed runner?" in llm.calls[0].user
+        assert "What do you think of Ana's running?" in llm.calls[0].user
 
 
 def test_put_document_keeps_raw_value_only_and_delete_document_keeps_memories(tmp_path: Path) -> None:

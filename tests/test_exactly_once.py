@@ -87,7 +87,7 @@ def test_a_retried_scheduled_reflect_stores_its_opinions_once(tmp_path: Path) ->
         bank = hs.bank("coach")
         bank.retain([{"speaker": "Ana", "text": "I ran the Porto race on Sunday.", "id": "m1"}], timestamp=T0,
                     extract=False, background=False)
-        job = bank.schedule_reflect("Is Ana a runner?")
+        job = bank.schedule_reflect("What do you think of Ana's running?")
         assert hs.worker.run_once()
         # The worker died before marking the job done: the same job runs again from the start.
         hs.engine.jobs.run_reflect(job)

@@ -39,7 +39,6 @@ PARTY = "Linnea: Rafael threw a party in our flat while house-sitting, wine stai
 BIKE = "Bea: Rafael bought a new bicycle last week."
 DOG = "Tomas: Rafael looked after our dog for a whole month and everything went perfectly."
 KEYS = "Bea: Rafael brought our keys back on time and left the fridge full."
-KEYWORDS = {"watered": PLANTS, "gate": GATE, "unlocked": DOOR, "party": PARTY, "bicycle": BIKE}
 OPEN = Disposition(skepticism=1, literalism=1, empathy=5)
 
 
@@ -53,25 +52,21 @@ class Opinions:
     plain: str = ""
 
 
-def _reflect_answer(messages: list[dict[str, str]], schema: type) -> dict[str, object]:
-    """Reflect's model: the watering points to yes, the gate, the door and the party to no, the bicycle to neither
-    (cited, judged on no side); it answers yes, as a small model does (the engine's stance says no)."""
-    lines = [ln for ln in messages[-1]["content"].splitlines() if ln.startswith("[")]
-    number = {key: i for i, ln in enumerate(lines, 1) for key in KEYWORDS if key in ln}
-    assert set(number) == set(KEYWORDS), lines
-    yes, no = [number["watered"]], [number["gate"], number["unlocked"], number["party"]]
-    return {"known": True, "points_yes": yes, "points_no": no, "based_on": [*yes, *no, number["bicycle"]],
-            "against": [], "stance": "yes", "answer": "Yes, you can rely on him.",
-            "opinions": [{"text": "Rafael is a reliable house-sitter.", "rationale": "what his hosts say",
-                          "confidence": 0.9, "entities": ["Rafael"]}]}
-
-
-def _assessment(messages: list[Any], schema: type) -> dict[str, object]:
-    """The opinion assessment: the news about the dog and the keys weakens the opinion on Rafael (any other
-    opinion the engine asks about is left neutral)."""
-    if "Rafael" in messages[-1]["content"]:
+def _model(messages: list[dict[str, str]], schema: type) -> dict[str, object]:
+    """The model, call by call: reflect judges each memory on its own (the watering is good news, the gate, the door
+    and the party bad news, anything else unrelated), and the opinion job finds the news about the dog and the keys
+    weakening the opinion on Rafael."""
+    said = messages[-1]["content"]
+    if schema.__name__ == "_NewsOut":
+        said = said.split("Message:", 1)[-1]
+        if "watered" in said:
+            return {"about": "he looked after the plants", "news": "good"}
+        if any(key in said for key in ("gate", "unlocked", "party")):
+            return {"about": "he was careless with the house", "news": "bad"}
+        return {"about": "nothing", "news": "unrelated"}
+    if "dog" in said or "keys" in said:
         return {"shows": "two hosts say he looked after their home well", "answer": "no", "how_bad": 1}
-    return {"shows": "unrelated", "answer": "cannot tell", "how_bad": 0}
+    return {"shows": "nothing", "answer": "cannot tell", "how_bad": 0}
 
 
 def build_opinions(path: Path) -> Opinions:
@@ -81,7 +76,7 @@ def build_opinions(path: Path) -> Opinions:
 
     timeline = build(path)
     out = Opinions(path=path, ids=dict(timeline.ids), plain=timeline.opinion_id)
-    llm = ScriptedLLM([_reflect_answer])
+    llm = ScriptedLLM([_model] * 20)
     with Hindsight.open(path, llm=llm, start_worker=False) as hs:
         bank = hs.bank(BANK)
         said = [{"speaker": t.split(":")[0], "text": t.split(": ", 1)[1], "id": f"r{i}",
@@ -92,7 +87,6 @@ def build_opinions(path: Path) -> Opinions:
         r = bank.reflect(QUESTION, disposition=OPEN, reference_time=T0 + timedelta(days=321))
         assert r.stance == "no" and len(r.opinions) == 1, (r.stance, r.answer)
         out.judged = r.opinions[0].id
-        llm.push(*[_assessment] * 4)
         news = bank.retain([say(DOG.split(": ", 1)[1], "n1", 330) | {"speaker": "Tomas"},
                             say(KEYS.split(": ", 1)[1], "n2", 331) | {"speaker": "Bea"}],
                            document_id="rafael-later", extract=False, background=False)
@@ -128,7 +122,18 @@ def client(opened: Hindsight) -> Iterator[TestClient]:
 
 
 EXPECTED = {PLANTS: "against", GATE: "for", DOOR: "for", PARTY: "for", BIKE: "neutral"}
-"""The formation's verdicts, relative to the opinion (which says no: the watering goes against it)."""
+"""The formation's verdicts, relative to the opinion (which says no: the watering goes against it). Reflect judges
+the first six memories it recalls: the sixth, from the timeline's bank, is about something else (neutral)."""
+
+
+def _as_expected(verdicts: dict[str, str], world: Opinions) -> int:
+    """Asserts the formation's verdicts are ``EXPECTED``'s, any other judged memory neutral; returns the neutral
+    count."""
+    expected = {world.ids[t]: v for t, v in EXPECTED.items()}
+    assert {i: v for i, v in verdicts.items() if i in expected} == expected
+    assert all(v == "neutral" for i, v in verdicts.items() if i not in expected), verdicts
+    assert len(verdicts) <= 6
+    return sum(1 for v in verdicts.values() if v == "neutral")
 
 
 # the JSON API -----------------------------------------------------------------------------------------------------
@@ -142,8 +147,7 @@ def test_each_step_carries_its_evidence_with_its_verdict(client: TestClient, wor
     assert (formed["label"], weakened["label"]) == ("formed", "weaken")
     assert weakened["new_confidence"] < formed["new_confidence"] == pytest.approx(weakened["old_confidence"])
     assert data["opinion"]["confidence"] == pytest.approx(weakened["new_confidence"])
-    verdicts = {m["id"]: m["verdict"] for m in formed["evidence_memories"]}
-    assert verdicts == {world.ids[t]: v for t, v in EXPECTED.items()}
+    _as_expected({m["id"]: m["verdict"] for m in formed["evidence_memories"]}, world)
     later = {m["id"]: m for m in weakened["evidence_memories"]}
     assert {i: m["verdict"] for i, m in later.items()} == {world.ids[DOG]: "against", world.ids[KEYS]: "against"}
     assert later[world.ids[KEYS]].get("missing") and later[world.ids[DOG]]["text"] == DOG
@@ -197,14 +201,15 @@ def test_the_opinion_page_shows_stance_chart_steps_and_verdicts(served: Explorer
     assert f"→ {confidence:.2f}" in steps[1].find_element(By.CSS_SELECTOR, ".step-confidence").text
     # Every memory with the verdict in words; the forgotten one listed as such, with its verdict.
     formed = _evidence(driver, 0)
-    assert {i: v for i, (v, _) in formed.items()} == {world.ids[t]: v for t, v in EXPECTED.items()}
+    neutral = _as_expected({i: v for i, (v, _) in formed.items()}, world)
     assert "Rafael left the back gate open" in formed[world.ids[GATE]][1]
-    assert "Evidence (5): 3 for · 1 against · 1 neutral" in steps[0].text
+    assert f"Evidence ({4 + neutral}): 3 for · 1 against · {neutral} neutral" in steps[0].text
     later = _evidence(driver, 1)
     assert {i: v for i, (v, _) in later.items()} == {world.ids[DOG]: "against", world.ids[KEYS]: "against"}
     assert "forgotten" in later[world.ids[KEYS]][1] and "looked after our dog" in later[world.ids[DOG]][1]
     assert not driver.find_elements(By.CSS_SELECTOR, f"#step-1 li[data-id='{world.ids[KEYS]}'] a.memory-link")
-    assert driver.find_element(By.ID, "opinion-tally").text == "3 for · 3 against · 1 neutral over 2 steps"
+    tally = f"3 for · 3 against · {neutral} neutral over 2 steps"
+    assert driver.find_element(By.ID, "opinion-tally").text == tally
     assert console_errors(driver) == []
     violations = axe_violations(driver)
     assert violations == [], violations
@@ -237,7 +242,9 @@ def test_the_opinion_page_is_reached_from_the_list_and_the_memory_page(served: E
     fresh(driver, f"{served.url}/{view(BANK, 'opinions', 'id=' + world.judged)}")
     badges = driver.execute_script(
         "return [...document.querySelectorAll('table.history .badge.verdict')].map((b) => b.textContent)")
-    assert sorted(badges) == sorted([*EXPECTED.values(), "against", "against"])
+    others = [b for b in badges if b != "neutral"]
+    assert sorted(others) == sorted([*(v for v in EXPECTED.values() if v != "neutral"), "against", "against"])
+    assert 1 <= badges.count("neutral") <= 2  # the bicycle, and the sixth judged memory when it is about else
     follow(driver, driver.find_element(By.ID, "open-opinion"), "view-opinion")
     assert driver.find_element(By.ID, "opinion-text").text.startswith("No to")
     assert console_errors(driver) == []

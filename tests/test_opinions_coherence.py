@@ -12,6 +12,7 @@ import pytest
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Disposition, Hindsight
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.models import Memory, Network
 from hindsight_core.opinions.coherence import coherent_answer, computed_stance, flat_side
 
@@ -112,7 +113,8 @@ def _answer(for_: list[str], against: list[str]) -> Any:
 def test_reflect_rewrites_a_flat_yes_its_evidence_does_not_carry(tmp_path: Path) -> None:
     llm = ScriptedLLM([_answer(["plants"], ["dinner", "door"]), _answer(["plants", "dinner", "door"], []),
                        _answer(["plants", "dinner", "door"], [])])
-    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+    in_call = Settings(cara=CaraSettings(reflect_judgement="in_call"))  # the cited-evidence path, scripted
+    with Hindsight.open(tmp_path / "m", llm=llm, settings=in_call) as hs:
         bank = hs.bank("friend")
         bank.retain(RAFAEL, timestamp=T0, extract=False)
         when = T0 + timedelta(days=1)

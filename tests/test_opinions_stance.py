@@ -11,12 +11,14 @@ import pytest
 from scripted_llm import ScriptedLLM
 
 from hindsight_core import Disposition, Hindsight
+from hindsight_core.config import CaraSettings, Settings
 from hindsight_core.models import Memory, Network
 from hindsight_core.opinions.coherence import judged_answer, judged_opinion_text, statement_side
 from hindsight_core.opinions.confidence import evidence_weight, is_self_claim
 from hindsight_core.opinions.stance import judge, names_in
 
 T0 = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
+IN_CALL = Settings(cara=CaraSettings(reflect_judgement="in_call"))
 QUESTION = "Can I rely on Rafael to house-sit while we're away?"
 OPEN = Disposition(skepticism=1, literalism=1, empathy=5)
 STRICT = Disposition(skepticism=5, literalism=5, empathy=1)
@@ -123,7 +125,7 @@ def _bank(hs: Hindsight) -> tuple[object, list[Memory]]:
     return bank, bank.recall(QUESTION, reference_time=T0 + timedelta(days=1)).memories
 
 
-def test_reflect_computes_the_stance_from_the_verdicts_and_records_them(tmp_path: Path) -> None:
+def test_in_call_reflect_computes_the_stance_from_the_verdicts_and_records_them(tmp_path: Path) -> None:
     def respond(messages: list[dict[str, str]], schema: type) -> dict[str, object]:
         lines = [ln for ln in messages[-1]["content"].splitlines() if ln.startswith("[")]
         number = {key: i for i, ln in enumerate(lines, 1) for key in ("watered", "gate", "unlocked", "party")
@@ -132,7 +134,7 @@ def test_reflect_computes_the_stance_from_the_verdicts_and_records_them(tmp_path
         return _answer([number["watered"]], [number["gate"], number["unlocked"], number["party"]],
                        "Yes, you can rely on him.", "Rafael is a reliable house-sitter.")
 
-    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([respond, respond])) as hs:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([respond, respond]), settings=IN_CALL) as hs:
         bank, _ = _bank(hs)
         r = bank.reflect(QUESTION, disposition=OPEN, reference_time=T0 + timedelta(days=1))
         assert r.known and r.stance == "no" and r.confidence is not None and r.confidence > 0.5
@@ -157,8 +159,90 @@ def test_reflect_without_verdicts_keeps_the_cited_evidence_path(tmp_path: Path) 
         assert r.known and r.verdicts == {} and r.confidence is None and r.answer == "He waters plants."
 
 
-def test_judged_but_marked_unknown_is_known(tmp_path: Path) -> None:
+def test_in_call_judged_but_marked_unknown_is_known(tmp_path: Path) -> None:
     out = {**_answer([], [1], "No", "Rafael should not house-sit."), "known": False}
-    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([out])) as hs:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([out]), settings=IN_CALL) as hs:
         bank, _ = _bank(hs)
         assert bank.reflect(QUESTION, reference_time=T0 + timedelta(days=1)).known
+
+
+def _verdict(messages: list[dict[str, str]], schema: type) -> dict[str, object]:
+    """One per-memory verdict call: the watering is good news, the gate, the door and the party bad news."""
+    said = messages[-1]["content"].split("Message:", 1)[-1]
+    if "watered" in said:
+        return {"about": "he cared for the plants", "news": "good"}
+    if any(k in said for k in ("gate", "unlocked", "party")):
+        return {"about": "he was careless", "news": "bad"}
+    return {"about": "nothing", "news": "unrelated"}
+
+
+def test_reflect_judges_each_memory_and_writes_the_answer_from_the_stance(tmp_path: Path) -> None:
+    llm = ScriptedLLM([_verdict] * 12)
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank, shown = _bank(hs)
+        r = bank.reflect(QUESTION, disposition=OPEN, reference_time=T0 + timedelta(days=1))
+        # One small call per memory, each shown one memory without its speaker, and no reflect call.
+        assert len(llm.calls) == len(shown) == 4
+        assert all(c.schema.__name__ == "_NewsOut" for c in llm.calls)
+        assert all(c.user.count("Message:") == 1 and "Linnea:" not in c.user for c in llm.calls)
+        assert all(c.user.startswith(f"Question: {QUESTION} Message: ") for c in llm.calls)
+        assert r.known and r.stance == "no" and sorted(r.verdicts.values()) == ["no", "no", "no", "yes"]
+        assert r.answer.startswith("No (confidence") and "gate open" in r.answer and "watered" in r.answer
+        (opinion,) = r.opinions
+        assert opinion.confidence == r.confidence and opinion.text.startswith("No to")
+        assert bank.get(opinion.id).metadata["stance"] == "no"
+        history = bank.opinion_history(opinion.id)
+        assert [e.label for e in history] == ["formed"] and set(history[0].evidence) == set(r.based_on)
+        skeptic = bank.reflect(QUESTION, disposition=STRICT, reference_time=T0 + timedelta(days=1))
+        assert skeptic.confidence is not None and r.confidence - skeptic.confidence >= 0.15
+
+
+def test_reflect_with_nothing_judged_either_way_does_not_know(tmp_path: Path) -> None:
+    nothing = {"about": "nothing", "news": "unrelated"}
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([nothing] * 6)) as hs:
+        bank, _ = _bank(hs)
+        r = bank.reflect(QUESTION, reference_time=T0 + timedelta(days=1))
+        assert not r.known and r.opinions == [] and set(r.verdicts.values()) == {"neither"}
+
+
+def test_a_verdict_the_model_cannot_give_counts_for_neither_side(tmp_path: Path) -> None:
+    from hindsight_core.llm.base import MalformedOutputError
+
+    broken = MalformedOutputError("bad", raw="{")
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([broken, broken, *[_verdict] * 10])) as hs:
+        bank, _ = _bank(hs)
+        r = bank.reflect(QUESTION, disposition=OPEN, reference_time=T0 + timedelta(days=1))
+        assert r.known and list(r.verdicts.values()).count("neither") == 1 and r.stance in ("no", "unsure")
+
+
+def test_async_reflect_judges_each_memory_too(tmp_path: Path) -> None:
+    import asyncio
+
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([_verdict] * 12)) as hs:
+        bank, _ = _bank(hs)
+        r = asyncio.run(bank.areflect(QUESTION, disposition=OPEN, reference_time=T0 + timedelta(days=1)))
+        assert r.stance == "no" and len(r.verdicts) == 4 and r.opinions
+
+
+@pytest.mark.parametrize(("question", "yes_no"), [
+    ("Can I rely on Rafael?", True), ("Is Osteria Verde good for lunch?", True), ("Should I go?", True),
+    ("Should I take the bus or the train?", False), ("What does Rafael do?", False), ("Where is it?", False),
+    ("Is it safe or not?", True),
+])
+def test_which_questions_are_judged(question: str, yes_no: bool) -> None:
+    from hindsight_core.opinions.verdicts import is_yes_no_question
+
+    assert is_yes_no_question(question) is yes_no
+
+
+@pytest.mark.parametrize(("question", "negative"), [
+    ("Should I avoid the Corsa?", True), ("Is the pass dangerous in the rain?", True), ("Isn't it risky?", False),
+    ("Is Osteria Verde good for lunch?", False), ("Can I rely on Rafael?", False), ("Shouldn't I go?", True),
+])
+def test_good_news_answers_a_negative_question_no(question: str, negative: bool) -> None:
+    from hindsight_core.opinions.verdicts import _verdict, negative_question
+
+    assert negative_question(question) is negative
+    assert _verdict("good", negative) == ("no" if negative else "yes")
+    assert _verdict("bad", negative) == ("yes" if negative else "no")
+    assert _verdict("unrelated", negative) == "neither"

@@ -188,11 +188,14 @@ def reflect_run(hs: Any, scenario: Scenario, name: str, disposition: Any, run: i
     sides its answer and its opinion take (read from their words), and its seconds and tokens."""
     bank = hs.bank(f"{scenario.id}-{name}-{run}")
     _retain_messages(bank, scenario.id, scenario.messages)
-    llm = getattr(hs, "llm", None)
+    meter = getattr(getattr(hs, "llm", None), "meter", None)  # the benchmark's models count tokens (qa.UsageMeter)
+    before = meter.snapshot() if meter is not None else (0, 0, 0)
     t0 = time.perf_counter()
     r = bank.reflect(scenario.question, disposition=disposition, reference_time=scenario.reference_time())
     seconds = time.perf_counter() - t0
-    usage = getattr(llm, "last_usage", None) if llm is not None else None
+    after = meter.snapshot() if meter is not None else None
+    usage = None if after is None else {"prompt_tokens": after[0] - before[0],
+                                        "completion_tokens": after[1] - before[1], "calls": after[2] - before[2]}
     recalled = {m.id for m in r.memories}
     cited = [*r.based_on, *r.against]
     existing = {c for c in cited if bank.get(c) is not None}
@@ -209,6 +212,7 @@ def reflect_run(hs: Any, scenario: Scenario, name: str, disposition: Any, run: i
         "opinion_side": side_of(r.opinions[0].text, scenario.question) if r.opinions else None,
         "completion_tokens": (usage or {}).get("completion_tokens"),
         "prompt_tokens": (usage or {}).get("prompt_tokens"),
+        "model_calls": (usage or {}).get("calls"),
     }
 
 

@@ -206,7 +206,7 @@ def judged_text(judgement: Judgement) -> str:
     lead = f"{judged_lead(judgement.stance, judgement.confidence)} (confidence {judgement.confidence:.2f})"
     yes = [m for m in [*judgement.support, *judgement.against] if judgement.verdicts.get(m.id) == "yes"]
     no = [m for m in [*judgement.support, *judgement.against] if judgement.verdicts.get(m.id) == "no"]
-    parts = [f"for it, {_cited(yes)}" if yes else "", f"against it, {_cited(no)}" if no else ""]
+    parts = [f"for it, {_quoted(yes)}" if yes else "", f"against it, {_quoted(no)}" if no else ""]
     if judgement.stance == "no":
         parts.reverse()
     said = "; ".join(p for p in parts if p)
@@ -221,7 +221,23 @@ def judged_opinion_text(text: str, judgement: Judgement, question: str) -> str:
     if side_ok and (judgement.confidence >= AGREES or _HEDGE.search(text)):
         return text
     return f"{judged_lead(judgement.stance, judgement.confidence)} to \"{' '.join(question.split())}\": " \
-           f"{_cited(judgement.support) or 'nothing I remember settles it'}."
+           f"{_quoted(judgement.support) or 'nothing I remember settles it'}."
+
+
+_SAID = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
+
+
+def _quoted(memories: Sequence[Memory]) -> str:
+    """Up to ``_MAX_CITED`` memories as quotes, a message with its speaker: 'Jonah: "Rafael left the door open"'."""
+    texts = []
+    for m in memories[:_MAX_CITED]:
+        match = _SAID.match(m.text)
+        speaker, text = (match.group(1).strip(), match.group(2)) if match else ("", m.text)
+        text = " ".join(text.split()).rstrip(".!?;, ")
+        text = text if len(text) <= _CITED_CHARS else text[: _CITED_CHARS - 3].rstrip() + "..."
+        texts.append(f'{speaker}: "{text}"' if speaker else f'"{text}"')
+    more = len(memories) - _MAX_CITED
+    return "; ".join(texts) + (f" (and {more} more)" if more > 0 else "")
 
 
 def _whole_sentence(text: str) -> str:

@@ -1,11 +1,17 @@
-"""Reflect (CARA, paper section 5): recall, then one structured LLM call shaped by the bank's disposition.
+"""Reflect (CARA, paper section 5): recall, then the model, shaped by the bank's disposition.
 
-The model sees the bank's name, background and verbalised disposition, and the recalled memories numbered
-[1]..[n] (in the order the empathy trait gives them: :func:`hindsight_core.opinions.disposition.empathy_order`). It
-cites the numbers it relied on and those that speak against its answer (mapped back to memory ids; invented
-numbers are dropped and counted), states its stance on a yes/no question, answers, and may form opinions.
-Opinions are stored in the opinion network with their formation event and a confidence computed from the
-cited evidence and the disposition (:mod:`hindsight_core.opinions.confidence`), not the model's number.
+A yes/no question ("Should I trust Rafael to house-sit?"; :func:`hindsight_core.opinions.verdicts.is_yes_no_question`)
+is judged memory by memory (the default, ``CaraSettings.reflect_judgement = "per_memory"``): one small model call per
+recalled memory (at most ``verdicts.JUDGED``) says whether it points to yes, to no or to neither; the code computes
+the stance and its confidence from the verdicts and the disposition (:mod:`hindsight_core.opinions.stance`), writes
+the answer from them ("Probably not (confidence 0.31): against it, ...; for it, ...") and stores the opinion with
+every verdict. With ``"in_call"``, and for every other question, the model sees the bank's name, background and
+verbalised disposition and the recalled memories numbered [1]..[n] (in the order the empathy trait gives them:
+:func:`hindsight_core.opinions.disposition.empathy_order`) in one structured call: it cites the numbers it relied on
+and those that speak against its answer (mapped back to memory ids; invented numbers are dropped and counted), for a
+yes/no question sorts them into ``points_yes`` / ``points_no``, states its stance, answers, and may form opinions.
+Opinions are stored in the opinion network with their formation event and a confidence computed from the evidence
+and the disposition (:mod:`hindsight_core.opinions.confidence`), not the model's number.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from ..opinions.coherence import coherent_answer, judged_answer, judged_opinion_
 from ..opinions.confidence import confidence_basis
 from ..opinions.disposition import empathy_order, verbalize
 from ..opinions.formed import FormedOpinion
-from ..opinions.stance import Judgement, judge, names_in
+from ..opinions.stance import Judgement, Verdict, judge, names_in
+from ..opinions.verdicts import ajudge_memories, is_yes_no_question, judge_memories
 from ..recall.pipeline import RecallPipeline
 from ..retain.pipeline import FactWriter
 from ..stores.base import BankStore, UnitStore
@@ -179,12 +186,14 @@ class ReflectPipeline:
     """
 
     def __init__(
-        self, store: ReflectStore, recaller: RecallPipeline, write_facts: FactWriter, llm: Callable[[], LLM]
+        self, store: ReflectStore, recaller: RecallPipeline, write_facts: FactWriter, llm: Callable[[], LLM], *,
+        judgement: Literal["per_memory", "in_call"] = "per_memory",
     ) -> None:
         self.store = store
         self.recaller = recaller
         self.write_facts = write_facts
         self._llm = llm
+        self.judgement = judgement
 
     def _prepare(
         self, bank_id: str, query: str, disposition: DispositionLike, budget: int, reference_time: When
@@ -238,6 +247,30 @@ class ReflectPipeline:
                           stance=said.stance, citations_dropped=dropped, opinions=opinions, memories=memories,
                           disposition=disp, system_message=system)
 
+    def _per_memory(self, query: str) -> bool:
+        return self.judgement == "per_memory" and is_yes_no_question(query)
+
+    def _finish_verdicts(
+        self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], messages: list[ChatMessage],
+        verdicts: Mapping[str, Verdict], opinion_document: str | None, reference: datetime | None,
+    ) -> Reflection:
+        """A yes/no question whose memories were judged one by one (``judge_memories``): the stance and its confidence
+        are computed from the verdicts (``judge``), and the answer and the opinion are written from them."""
+        system = messages[0]["content"]
+        yes = [m for m in memories if verdicts.get(m.id) == "yes"]
+        no = [m for m in memories if verdicts.get(m.id) == "no"]
+        if not yes and not no:
+            return Reflection(query=query, answer=UNKNOWN_ANSWER, known=False, verdicts=dict(verdicts),
+                              memories=memories, disposition=disp, system_message=system)
+        neither = [m for m in memories if verdicts.get(m.id) == "neither"]
+        judgement = judge(yes, no, disp, reference or utcnow(), about=names_in(query), neither=neither)
+        said = judged_answer("", judgement, query)
+        opinions = self._store_judged(bank_id, [], judgement, query, opinion_document)
+        return Reflection(query=query, answer=said.answer, known=True, based_on=[m.id for m in judgement.support],
+                          against=[m.id for m in judgement.against], stance=said.stance,
+                          verdicts=dict(judgement.verdicts), confidence=judgement.confidence, opinions=opinions,
+                          memories=memories, disposition=disp, system_message=system)
+
     def _finish_judged(
         self, bank_id: str, query: str, disp: Disposition, memories: list[Memory], system: str, out: _Answer,
         cited: tuple[list[str], list[str], list[str]], dropped: int, opinion_document: str | None,
@@ -274,7 +307,7 @@ class ReflectPipeline:
             return []
         first = next((o for o in formed if o.text.strip()), None)
         text = judged_opinion_text(first.text if first is not None else "", judgement, query)
-        opinion = FormedOpinion(text=text, rationale=first.rationale if first is not None else "",
+        opinion = FormedOpinion(text=text, rationale=first.rationale if first is not None else judgement.explanation,
                                 confidence=judgement.confidence,
                                 entities=first.entities if first is not None else sorted(names_in(query)))
         side = {"yes": "yes", "no": "no"}.get(judgement.stance) or (
@@ -352,6 +385,10 @@ class ReflectPipeline:
     ) -> Reflection:
         """See ``Bank.reflect``; ``opinion_document``: see ``store_opinions`` (scheduled reflects)."""
         _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
+        if self._per_memory(query):
+            verdicts = judge_memories(self._llm(), query, memories) if _relevant(recall) else {}
+            return self._finish_verdicts(bank_id, query, disp, memories, messages, verdicts, opinion_document,
+                                         _reference(recall))
         out = None
         if _relevant(recall):
             out = structured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
@@ -365,6 +402,10 @@ class ReflectPipeline:
         _, disp, recall, memories, messages = await asyncio.to_thread(
             self._prepare, bank_id, query, disposition, budget, reference_time
         )
+        if self._per_memory(query):
+            verdicts = await ajudge_memories(self._llm(), query, memories) if _relevant(recall) else {}
+            return await asyncio.to_thread(self._finish_verdicts, bank_id, query, disp, memories, messages, verdicts,
+                                           None, _reference(recall))
         out = (
             await astructured_call(self._llm(), messages, _Answer, what="reflect", max_tokens=700)
             if _relevant(recall)
