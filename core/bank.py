@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .engine import Engine
-from .errors import BankNotFoundError, DocumentNotFoundError, InvalidInputError
+from .errors import BankNotFoundError, DocumentNotFoundError, InvalidInputError, LostAnswerError
 from .models import (
     AuditEntry,
     BankProfile,
@@ -28,6 +28,7 @@ from .models import (
 from .observations.job import observation_of
 from .opinions.formed import FormedOpinion
 from .reflect.profile_merge import amerge_background, merge_background
+from .retain.forget import Forgotten
 from .retain.options import RetainOptions
 from .stores import audit
 from .text.inputs import RetainInput, document_input, parse_timestamp
@@ -478,10 +479,19 @@ class Bank:
         given = [x for x in (memory_id, document_id, entity) if x is not None]
         if len(given) != 1:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-        done = self._engine.forgetter.forget_all(self.id, memory_id=memory_id, document_id=document_id, entity=entity)
+        summary = f"entity {entity}" if entity is not None else ""
+        try:
+            done = self._engine.forgetter.forget_all(self.id, memory_id=memory_id, document_id=document_id,
+                                                     entity=entity)
+        except LostAnswerError as exc:
+            # It committed: the trail records it (calling again would find nothing left and record nothing).
+            if isinstance(exc.done, Forgotten):
+                self._audit("forget", document_id=document_id, memory_ids=[memory_id] if memory_id else [],
+                            counts=exc.done.counts, summary=summary)
+            raise
         # The trail says what went, per kind, by id and count: never the forgotten text.
         self._audit("forget", document_id=document_id, memory_ids=[memory_id] if memory_id else [],
-                    counts=done.counts, summary=f"entity {entity}" if entity is not None else "")
+                    counts=done.counts, summary=summary)
         return len(done.ids)
 
     @public

@@ -80,6 +80,15 @@ class StoreError(HindsightError):
     """A storage backend failed or is unreachable."""
 
 
+class LostAnswerError(StoreError):
+    """The store committed a write but its answer never arrived (a connection dropped after the commit): the write
+    stands. ``done`` is what it did, when the caller could tell (a forget's ``Forgotten``)."""
+
+    def __init__(self, message: str, done: object = None) -> None:
+        super().__init__(message)
+        self.done = done
+
+
 class StoreLockedError(StoreError, TimeoutError):
     """Another process held the embedded store's lock for longer than the bounded wait; names the holder."""
 

@@ -120,10 +120,9 @@ def test_a_correction_whose_vector_index_fails_changes_nothing(
         assert_sound(hs, bank_id)
 
 
-@pytest.mark.xfail(strict=True, reason="RetainPipeline._commit (core/retain/pipeline.py) takes any error of the graph "
-                   "write for 'nothing was changed' and deletes the new vectors, also when the commit itself went "
-                   "through: the committed memory has no vector until a retry replaces it or the next open reconciles")
 def test_a_correction_whose_commit_stood_keeps_its_vector(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The graph committed the correction and its answer was lost: the caller hears of it, and the committed memory
+    keeps its vector (only a write that did not commit has its new vectors undone)."""
     with open_spec({"path": str(tmp_path / "m")}) as hs:
         wrong = fill(hs, "lost")["r1"]
         real = hs.store.add_units

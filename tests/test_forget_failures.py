@@ -134,10 +134,9 @@ def test_a_forget_failing_after_its_commit_is_finished_by_a_retry(
         assert_sound(hs, bank_id, gone_words=(*PORTO_WORDS, "quokka"))
 
 
-@pytest.mark.xfail(strict=True, reason="Bank.forget (core/bank.py) audits only a forget that returned: one whose "
-                   "transaction committed before an error reached the caller is in no entry, and calling it again "
-                   "finds nothing left and records a forget of nothing")
 def test_the_trail_records_a_forget_whose_commit_stood(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store committed the forget and its answer was lost: the caller hears of it (``LostAnswerError``, a
+    ``StoreError``), the trail records what went, and calling again finds nothing left."""
     with open_spec({"path": str(tmp_path / "m")}) as hs:
         fill(hs, "trail")
         bank = hs.bank("trail")

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import LostAnswerError
 from ..models import FACT_CITES_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from ..vectors.vector_sync import VectorSync
@@ -136,8 +137,17 @@ class ForgetPipeline:
                 found = dependents(store.units_with_references(bank_id), asked, [document_id])
                 # The document, its units and what rests on them go in one transaction with the rebuild job: a crash
                 # never leaves a summary of what was forgotten, nor a forgotten document without its observation job.
-                gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner, also=list(found.kinds),
-                                             jobs=self._jobs(bank_id, found))
+                try:
+                    gone = store.forget_document(bank_id, document_id, owner=self.vectors.owner,
+                                                 also=list(found.kinds), jobs=self._jobs(bank_id, found))
+                except Exception as exc:
+                    intended = list(dict.fromkeys([*asked, *found.kinds]))
+                    if not self._stood(bank_id, intended, document_id):
+                        raise
+                    self.vectors.finish_delete(bank_id, intended)
+                    done = Forgotten(intended, {"memories": len(set(asked) - set(found.kinds)), **found.counts()})
+                    raise LostAnswerError(f"forgetting document {document_id!r}: the store committed but its answer "
+                                          f"was lost: {exc}", done) from exc
                 self.vectors.finish_delete(bank_id, gone)
                 later = self._late_dependents(bank_id, gone, found, [document_id])
                 return Forgotten([*gone, *later], {"memories": len(set(gone) - set(found.kinds)), **found.counts()})
@@ -152,7 +162,16 @@ class ForgetPipeline:
                 return Forgotten([], {"memories": 0})
             found = dependents(store.units_with_references(bank_id), ids)
             everything = list(dict.fromkeys([*ids, *found.kinds]))
-            if not self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found)):
+            try:
+                deleted = self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found))
+            except Exception as exc:
+                if not self._stood(bank_id, everything):
+                    raise
+                self.vectors.finish_delete(bank_id, everything)
+                done = Forgotten(everything, {"memories": len(ids), **found.counts()})
+                raise LostAnswerError(f"forgetting {len(ids)} memories: the store committed but its answer was lost: "
+                                      f"{exc}", done) from exc
+            if not deleted:
                 return Forgotten([], {"memories": 0})  # another process forgot them first (its trail says what)
             later = self._late_dependents(bank_id, everything, found)
             return Forgotten([*everything, *later], {"memories": len(ids), **found.counts()})
@@ -160,6 +179,15 @@ class ForgetPipeline:
             # Also when nothing was found: a forget that failed after its transaction left marked vectors, and
             # calling it again is what finishes it.
             self._reembed_neighbours()
+
+    def _stood(self, bank_id: str, ids: Sequence[str], document_id: str | None = None) -> bool:
+        """Whether a delete that raised committed anyway: none of ``ids`` (nor the document) is left. False when the
+        store cannot say (the error then reaches the caller as it was, and calling again finishes the forget)."""
+        try:
+            gone = not self.store.units_exist(bank_id, list(ids)) if ids else True
+            return gone and (document_id is None or self.store.get_document(bank_id, document_id) is None)
+        except Exception:
+            return False
 
     def _late_dependents(self, bank_id: str, gone: Sequence[str], found: Dependents,
                          documents: Sequence[str] = ()) -> list[str]:

@@ -307,6 +307,14 @@ class RetainPipeline:
                 self.index.upsert(bank_id, new_ids, vectors, [vector_metadata(u) for u in batch.units])
                 names = self.store.add_units(bank_id, batch, owner=owner)
             except BaseException as exc:
+                if isinstance(exc, Exception) and self._stood(bank_id, new_ids):
+                    # The commit went through and only its answer was lost (a connection dropped after it): the new
+                    # memories stand, so their vectors stay and the replaced ones go; the caller still hears of it.
+                    self.vectors.finish_delete(bank_id, batch.replaces)
+                    if isinstance(exc, HindsightError):
+                        raise
+                    raise StoreError(f"storing document {document_id!r}: the store committed but its answer was "
+                                     f"lost: {exc}") from exc
                 # Nothing of the graph changed: the old memories stand; the new vectors must not outlive this.
                 self.vectors.undo_upsert(bank_id, new_ids)
                 if isinstance(exc, HindsightError) or not isinstance(exc, Exception):
@@ -314,6 +322,14 @@ class RetainPipeline:
                 raise StoreError(f"storing document {document_id!r} failed; nothing was changed: {exc}") from exc
             self.vectors.finish_delete(bank_id, batch.replaces)
         return names
+
+    def _stood(self, bank_id: str, new_ids: list[str]) -> bool:
+        """Whether a graph write that raised committed anyway (its first new memory is stored); False when the store
+        cannot say (the vectors are then undone, and the next open's sync restores what the graph holds)."""
+        try:
+            return bool(new_ids) and bool(self.store.get_units(bank_id, new_ids[:1]))
+        except Exception:
+            return False
 
     @staticmethod
     def _unit(bank_id: str, doc: Document, fact: ExtractedFact, metadata: dict[str, Any] | None) -> Memory:
