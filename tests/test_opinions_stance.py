@@ -246,3 +246,16 @@ def test_good_news_answers_a_negative_question_no(question: str, negative: bool)
     assert _verdict("good", negative) == ("no" if negative else "yes")
     assert _verdict("bad", negative) == ("yes" if negative else "no")
     assert _verdict("unrelated", negative) == "neither"
+
+
+@pytest.mark.parametrize(("text", "kept"), [
+    ("Rafael should not house-sit. The memories show that he left the door open and never,",
+     "Rafael should not house-sit."),
+    ("Ana is a dedicated runner", "Ana is a dedicated runner"),
+    ("word " * 60, ""),  # cut at the limit with no whole sentence: dropped
+    ("A fine plan!", "A fine plan!"),
+])
+def test_a_formed_opinion_keeps_whole_sentences_only(text: str, kept: str) -> None:
+    from hindsight_core.opinions.formed import FormedOpinion
+
+    assert FormedOpinion(text=text, confidence=0.5).text == kept

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_validator
@@ -10,12 +11,25 @@ from ..llm.base import LLM_SCHEMA_CONFIG
 from ..llm.structured import clip, trim
 from .confidence import DEFAULT_CONFIDENCE
 
-__all__ = ["FormedOpinion"]
+__all__ = ["FormedOpinion", "whole_sentences"]
 
 _OPINION_CHARS = 300
 _RATIONALE_CHARS = 160  # "one short sentence": a longer limit let the small model ramble for 300 characters
 _ENTITY_CHARS = 80
 _MAX_ENTITIES = 5
+
+
+def whole_sentences(text: str, limit: int) -> str:
+    """``text`` without a sentence cut off at its end: a model's answer stops at the schema's length limit mid-phrase
+    ("... he is not responsible for my home or plants,"). The complete sentences are kept; a text with none is kept
+    when it is short (a sentence without its full stop), and dropped ("") when it reaches the limit (cut)."""
+    text = " ".join(text.split())
+    if not text or text.endswith((".", "!", "?", '."', '!"', '?"')):
+        return text
+    ends = [m.end() for m in re.finditer(r"[.!?][\"')\]]?(?=\s)", text)]
+    if ends:
+        return text[: ends[-1]]
+    return "" if len(text) >= 0.9 * limit else text
 
 
 class FormedOpinion(BaseModel):
@@ -39,7 +53,8 @@ class FormedOpinion(BaseModel):
     @field_validator("text", mode="before")
     @classmethod
     def _text(cls, v: Any) -> Any:
-        return trim(v, _OPINION_CHARS)
+        v = trim(v, _OPINION_CHARS)
+        return whole_sentences(v, _OPINION_CHARS) if isinstance(v, str) else v
 
     @field_validator("rationale", mode="before")
     @classmethod

@@ -91,8 +91,8 @@ def judge(
     if stance != "unsure":
         # The formation formula: the side's own memories against the other side's.
         confidence = float(confidence_basis(heavier, lighter, disposition, reference, about)["confidence"])
-    why = (f"{len(yes)} memories point to yes (weight {w_yes:.2f}), {len(no)} to no ({w_no:.2f}), "
-           f"{sum(1 for v in verdicts.values() if v == 'neither')} to neither; stance {stance}, "
-           f"confidence {confidence:.2f}")
+    neutral = sum(1 for v in verdicts.values() if v == "neither")
+    why = (f"{len(yes)} {'memory points' if len(yes) == 1 else 'memories point'} to yes (weight {w_yes:.2f}), "
+           f"{len(no)} to no ({w_no:.2f}), {neutral} to neither; stance {stance}, confidence {confidence:.2f}")
     return Judgement(stance, confidence, list(heavier), list(lighter), round(w_yes, 4), round(w_no, 4), verdicts,
                      why)
