@@ -149,8 +149,11 @@ _NEGATION = re.compile(
     r"\b(not|no|never|nobody|nothing|cannot|can't|won't|isn't|aren't|wasn't|weren't|shouldn't|wouldn't|couldn't|"
     r"don't|doesn't|didn't|hasn't|haven't|unreliable|untrustworthy|unsafe|unsuitable|unwise|avoid|bad|poor|"
     r"worse|worst|risky|overpriced|overrated)\b", re.IGNORECASE)
-_LEAD_WORD = re.compile(r"^\W*(yes|yeah|yep|definitely|absolutely|certainly|sure|no|nope|probably not|not)\b",
-                        re.IGNORECASE)
+_LEAD_WORD = re.compile(
+    r"^\W*(probably not|probably yes|likely not|yes|yeah|yep|definitely|absolutely|certainly|sure|probably|likely|"
+    r"no|nope|not|unlikely)\b", re.IGNORECASE)
+_LEAD_YES = {*("yes", "yeah", "yep", "definitely", "absolutely", "certainly", "sure"), "probably yes", "probably",
+             "likely"}
 
 
 def _negations(text: str) -> int:
@@ -163,7 +166,7 @@ def statement_side(text: str, question: str) -> Side:
     reliable?"; "You should avoid it" for "Should I avoid the Corsa?" is "yes"), else "yes"."""
     lead = _LEAD_WORD.match(text.strip())
     if lead is not None:
-        return "yes" if lead.group(1).lower() in _YES_WORDS else "no"
+        return "yes" if lead.group(1).lower() in _LEAD_YES else "no"
     return "no" if (_negations(text) - _negations(question)) % 2 else "yes"
 
 
@@ -188,7 +191,7 @@ def judged_answer(answer: str, judgement: Judgement, question: str) -> Coherent:
     returned: Literal["yes", "no", "unsure"] = stance if stance in ("yes", "no") else "unsure"
     flat = flat_side(answer, "unsure")
     lead = _LEAD_WORD.match(answer)
-    opens = None if lead is None else ("yes" if lead.group(1).lower() in _YES_WORDS else "no")
+    opens = None if lead is None else ("yes" if lead.group(1).lower() in _LEAD_YES else "no")
     agrees = (
         (flat is None or (flat == stance and confidence >= AGREES))
         and (opens is None or opens == stance)
