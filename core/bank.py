@@ -301,7 +301,10 @@ class Bank:
             formed = FormedOpinion(text=text, confidence=confidence, entities=list(entities), rationale=rationale)
         except ValueError as exc:
             raise InvalidInputError(f"invalid opinion: {exc}") from exc
-        opinion = self._engine.reflector.store_opinions(self.id, [formed], list(based_on))[0]
+        stored = self._engine.reflector.store_opinions(self.id, [formed], list(based_on))
+        if not stored:
+            raise InvalidInputError("an opinion needs text")
+        opinion = stored[0]
         self._audit("add_opinion", memory_ids=[opinion.id], counts={"memories": 1})
         return opinion
 

@@ -119,8 +119,9 @@ def _seed_other_bank(path: Path) -> None:
 
 # the stub model -------------------------------------------------------------------------------------------------
 class StubLLM:
-    """An OpenAI-compatible chat-completions endpoint answering reflect's schema with a scripted answer; any
-    other schema gets an error. Records every request."""
+    """An OpenAI-compatible chat-completions endpoint answering reflect's schema with a scripted answer, and each
+    per-memory verdict of a yes/no question with good news; any other schema gets an error. Records every
+    request."""
 
     ANSWER: ClassVar[dict[str, Any]] = {
         "known": True, "based_on": [1], "answer": "Emma's sister lives in Lisbon.",
@@ -137,10 +138,11 @@ class StubLLM:
                 request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
                 stub.requests.append(request)
                 schema = request.get("response_format", {}).get("json_schema", {}).get("name")
-                if schema == "_Answer":
+                answers = {"_Answer": stub.ANSWER, "_NewsOut": {"about": "she likes it", "news": "good"}}
+                if schema in answers:
                     status, body = 200, {"id": "x", "object": "chat.completion", "created": 0, "model": "stub",
                                          "choices": [{"index": 0, "finish_reason": "stop", "message": {
-                                             "role": "assistant", "content": json.dumps(stub.ANSWER)}}]}
+                                             "role": "assistant", "content": json.dumps(answers[schema])}}]}
                 else:
                     status, body = 503, {"error": {"message": f"no script for {schema}", "type": "server_error"}}
                 data = json.dumps(body).encode()
@@ -290,7 +292,7 @@ async def test_http_with_a_fixed_bank(tmp_path: Path, stub_llm: StubLLM) -> None
             # Reflect with a disposition override: the model was asked once, in that disposition.
             await _call(client, "retain", {"content": MESSAGES[:1], "timestamp": "2025-03-02T10:00:00",
                                            "document_id": "chat-2", "extract": False})
-            reflected = await _call(client, "reflect", {"query": "Is Lisbon a good fit for Emma's sister?",
+            reflected = await _call(client, "reflect", {"query": "What do you think of Lisbon for Emma's sister?",
                                                         "skepticism": 5, "bias": 0.9})
             assert reflected["answer"] == "Emma's sister lives in Lisbon." and reflected["known"]
             assert reflected["disposition"] == {"skepticism": 5, "literalism": 3, "empathy": 3, "bias": 0.9}
@@ -302,6 +304,11 @@ async def test_http_with_a_fixed_bank(tmp_path: Path, stub_llm: StubLLM) -> None
             [request] = stub_llm.reflect_requests()
             system = next(m["content"] for m in request["messages"] if m["role"] == "system")
             assert "Skepticism 5/5" in system and "Empathy 3/5" in system
+            # A yes/no question is judged memory by memory: the stance, its confidence and each verdict come back.
+            judged = await _call(client, "reflect", {"query": "Is Lisbon a good fit for Emma's sister?"})
+            assert judged["stance"] == "yes" and 0 < judged["confidence"] <= 0.95 and judged["known"]
+            assert set(judged["verdicts"].values()) == {"yes"} and cited["id"] in judged["verdicts"]
+            assert judged["answer"].startswith(("Yes (confidence", "Probably yes (confidence"))
             message = await _error(client, "reflect", {"query": "Is Lisbon a good fit?", "empathy": 9})
             assert message.startswith("invalid input: empathy:")
             assert (await _call(client, "recall", {"query": "Lisbon", "networks": ["opinion"]}))["memories"]

@@ -227,7 +227,8 @@ def test_async_reflect_judges_each_memory_too(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("question", "yes_no"), [
     ("Can I rely on Rafael?", True), ("Is Osteria Verde good for lunch?", True), ("Should I go?", True),
     ("Should I take the bus or the train?", False), ("What does Rafael do?", False), ("Where is it?", False),
-    ("Is it safe or not?", True),
+    ("Is it safe or not?", True), ("Does Ana run in the morning?", False), ("Did the flight leave on time?", False),
+    ("Would Tobias be a good fit?", True), ("Was she there?", False),
 ])
 def test_which_questions_are_judged(question: str, yes_no: bool) -> None:
     from hindsight_core.opinions.verdicts import is_yes_no_question
@@ -256,6 +257,16 @@ def test_good_news_answers_a_negative_question_no(question: str, negative: bool)
     ("A fine plan!", "A fine plan!"),
 ])
 def test_a_formed_opinion_keeps_whole_sentences_only(text: str, kept: str) -> None:
-    from hindsight_core.opinions.formed import FormedOpinion
+    from hindsight_core.opinions.formed import FormedOpinion, whole_sentences
 
-    assert FormedOpinion(text=text, confidence=0.5).text == kept
+    assert whole_sentences(FormedOpinion(text=text, confidence=0.5).text) == kept
+
+
+def test_reflect_stores_only_the_whole_sentences_of_the_models_opinion(tmp_path: Path) -> None:
+    cut = "Rafael waters plants well. He also looked after the cat and the fish and the whole flat while we were in"
+    out = {"known": True, "based_on": [1], "answer": "He does.", "opinions": [
+        {"text": cut + " x" * 100, "rationale": "r", "confidence": 0.9, "entities": ["Rafael"]}]}
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([out])) as hs:
+        bank, _ = _bank(hs)
+        r = bank.reflect("What do you think of Rafael?", reference_time=T0 + timedelta(days=1))
+        assert [o.text for o in r.opinions] == ["Rafael waters plants well."]

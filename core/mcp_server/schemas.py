@@ -108,6 +108,10 @@ class ReflectOut(BaseModel):
     answer: str
     known: bool = Field(description="false when memory held nothing that answers the question")
     stance: str | None = Field(default=None, description="yes / no / unsure on a yes/no question")
+    confidence: float | None = Field(default=None, description="on a yes/no question, the stance's confidence, "
+                                     "computed from each memory's verdict and the disposition")
+    verdicts: dict[str, str] = Field(default_factory=dict, description="on a yes/no question, each judged memory's "
+                                     "id and where it points (yes / no / neither)")
     based_on: list[MemoryOut] = Field(description="the recalled memories the answer relied on, in that order")
     against: list[MemoryOut] = Field(default_factory=list, description="recalled memories cited against it")
     opinions: list[MemoryOut] = Field(default_factory=list, description="opinions formed and stored, each with "
@@ -121,7 +125,8 @@ class ReflectOut(BaseModel):
         cited = [MemoryOut.of(recalled[i]) for i in reflection.based_on if i in recalled]
         against = [MemoryOut.of(recalled[i]) for i in reflection.against if i in recalled]
         return cls(bank=bank, query=reflection.query, answer=reflection.answer, known=reflection.known,
-                   stance=reflection.stance, based_on=cited, against=against,
+                   stance=reflection.stance, confidence=reflection.confidence, verdicts=dict(reflection.verdicts),
+                   based_on=cited, against=against,
                    opinions=[MemoryOut.of(o) for o in reflection.opinions],
                    disposition=reflection.disposition)
 

@@ -19,7 +19,7 @@ _ENTITY_CHARS = 80
 _MAX_ENTITIES = 5
 
 
-def whole_sentences(text: str, limit: int) -> str:
+def whole_sentences(text: str, limit: int = _OPINION_CHARS) -> str:
     """``text`` without a sentence cut off at its end: a model's answer stops at the schema's length limit mid-phrase
     ("... he is not responsible for my home or plants,"). The complete sentences are kept; a text with none is kept
     when it is short (a sentence without its full stop), and dropped ("") when it reaches the limit (cut)."""
@@ -53,8 +53,7 @@ class FormedOpinion(BaseModel):
     @field_validator("text", mode="before")
     @classmethod
     def _text(cls, v: Any) -> Any:
-        v = trim(v, _OPINION_CHARS)
-        return whole_sentences(v, _OPINION_CHARS) if isinstance(v, str) else v
+        return trim(v, _OPINION_CHARS)
 
     @field_validator("rationale", mode="before")
     @classmethod

@@ -93,6 +93,7 @@ def judge(
         confidence = float(confidence_basis(heavier, lighter, disposition, reference, about)["confidence"])
     neutral = sum(1 for v in verdicts.values() if v == "neither")
     why = (f"{len(yes)} {'memory points' if len(yes) == 1 else 'memories point'} to yes (weight {w_yes:.2f}), "
-           f"{len(no)} to no ({w_no:.2f}), {neutral} to neither; stance {stance}, confidence {confidence:.2f}")
+           f"{len(no)} to no ({w_no:.2f}), {neutral} to neither; skepticism {disposition.skepticism}, literalism "
+           f"{disposition.literalism}, empathy {disposition.empathy} -> stance {stance}, confidence {confidence:.2f}")
     return Judgement(stance, confidence, list(heavier), list(lighter), round(w_yes, 4), round(w_no, 4), verdicts,
                      why)

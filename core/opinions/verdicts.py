@@ -53,8 +53,11 @@ _ABOUT_CHARS = 160
 _TEXT_CHARS = 400
 _MAX_TOKENS = 120
 
+# A judgement is asked in the present, of what something is or what one should, could or would do ("Is Dario
+# reliable?", "Should I book the Quillon?", "Can I rely on Rafael?"); a question of fact ("Does Ana run in the
+# morning?", "Did the flight leave on time?", "Was she there?") is not news good or bad, and goes to reflect's call.
 _YES_NO = re.compile(
-    r"^\s*(is|are|was|were|am|do|does|did|should|shall|can|could|would|will|has|have|had|may|might|must)\b",
+    r"^\s*(is|are|isn't|aren't|should|shall|shouldn't|can|could|can't|couldn't|would|wouldn't|may|might|must)\b",
     re.IGNORECASE)
 _ALTERNATIVES = re.compile(r"\bor\b(?!\s+not\b)", re.IGNORECASE)
 _NEGATIVE = re.compile(
@@ -102,8 +105,9 @@ Question: Should I hire Kim as a driver? Message: Kim dyed her hair green for a 
 
 
 def is_yes_no_question(question: str) -> bool:
-    """Whether ``question`` asks for a yes or a no: it opens with an auxiliary ("Is", "Should", "Can", ...) and offers
-    no alternatives ("Should I take the bus or the train?" is not)."""
+    """Whether ``question`` asks for a judgement with a yes or a no: it opens with "Is", "Are", "Should", "Can",
+    "Could", "Would", "May", "Might" or "Must" (not a question of fact: "Does ...", "Did ...", "Was ...", "Has ...")
+    and offers no alternatives ("Should I take the bus or the train?" is not)."""
     return bool(_YES_NO.match(question)) and not _ALTERNATIVES.search(question)
 
 

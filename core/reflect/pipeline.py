@@ -43,7 +43,7 @@ from ..models import (
 from ..opinions.coherence import coherent_answer, judged_answer, judged_opinion_text
 from ..opinions.confidence import confidence_basis
 from ..opinions.disposition import empathy_order, verbalize
-from ..opinions.formed import FormedOpinion
+from ..opinions.formed import FormedOpinion, whole_sentences
 from ..opinions.stance import Judgement, Verdict, judge, names_in
 from ..opinions.verdicts import ajudge_memories, is_yes_no_question, judge_memories
 from ..recall.pipeline import RecallPipeline
@@ -235,7 +235,9 @@ class ReflectPipeline:
         if yes or no:
             return self._finish_judged(bank_id, query, disp, memories, system, out, (based_on, yes, no), dropped,
                                        opinion_document, reference or utcnow())
-        opinions = self.store_opinions(bank_id, out.opinions, based_on, query=query, document_id=opinion_document,
+        # The model's opinions stop at the schema's length limit mid-phrase: only their whole sentences are kept.
+        formed = [o.model_copy(update={"text": whole_sentences(o.text)}) for o in out.opinions]
+        opinions = self.store_opinions(bank_id, formed, based_on, query=query, document_id=opinion_document,
                                        grounded=(disp, reference or utcnow()), against=against)
         # The answer states the stance its evidence carries: a flat yes or no it does not carry is rewritten.
         said = coherent_answer(out.answer, out.stance, self._evidence(bank_id, based_on),
