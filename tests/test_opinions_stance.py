@@ -106,7 +106,8 @@ def test_the_opinion_text_takes_the_stance_side_and_is_a_whole_sentence() -> Non
     kept = judged_opinion_text("Rafael is not a reliable house-sitter. He also", against, QUESTION)
     assert kept == "Rafael is not a reliable house-sitter."
     written = judged_opinion_text("Rafael is a reliable house-sitter.", against, QUESTION)
-    assert written.startswith(("No to", "Probably not to")) and written.endswith(".") and "gate open" in written
+    assert written.startswith(("No to", "Probably not to")) and written.endswith(".")
+    assert written.endswith(": 3 of the 4 memories that bear on it point to no.") and len(written) <= 300
     cut = judged_opinion_text("Rafael is not reliable because he left the", against, QUESTION)
     assert cut.startswith(("No to", "Probably not to"))  # no whole sentence: written from the stance
 

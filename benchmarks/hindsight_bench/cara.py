@@ -178,7 +178,8 @@ def side_of(text: str, question: str) -> str:
     from hindsight_core.opinions.coherence import statement_side
 
     lead = text.strip().lower()
-    if lead.startswith(("the evidence is mixed", "i am not sure", "i'm not sure", "i don't know", "i do not know")):
+    if lead.startswith(("the evidence is mixed", "the evidence on", "i am not sure", "i'm not sure", "i don't know",
+                        "i do not know")):
         return "unsure"
     return statement_side(text, question)
 

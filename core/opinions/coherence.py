@@ -46,6 +46,7 @@ AGREES = 0.5
 """From this confidence on, the evidence carries the stance the model took."""
 _MAX_CITED = 3
 _CITED_CHARS = 160
+_ASKED_CHARS = 180
 
 Side = Literal["yes", "no"]
 Stance = Literal["yes", "no", "mixed", "unsure"]
@@ -223,8 +224,17 @@ def judged_opinion_text(text: str, judgement: Judgement, question: str) -> str:
     side_ok = judgement.stance in ("yes", "no") and text and statement_side(text, question) == judgement.stance
     if side_ok and (judgement.confidence >= AGREES or _HEDGE.search(text)):
         return text
-    return f"{judged_lead(judgement.stance, judgement.confidence)} to \"{' '.join(question.split())}\": " \
-           f"{_quoted(judgement.support) or 'nothing I remember settles it'}."
+    # Short and whole: the memories themselves are the opinion's evidence (its verdicts), not quoted in its text, which
+    # the opinion's length limit would cut.
+    asked = " ".join(question.split())
+    asked = asked if len(asked) <= _ASKED_CHARS else asked[: _ASKED_CHARS - 3].rstrip() + "..."
+    judged = sum(1 for v in judgement.verdicts.values() if v != "neither")
+    side = "yes" if judgement.stance == "yes" else "no" if judgement.stance == "no" else None
+    if side is None:
+        return f"The evidence on \"{asked}\" is mixed: the {judged} memories that bear on it point both ways." \
+            if judged else f"I am not sure about \"{asked}\": nothing I remember settles it."
+    return f"{judged_lead(judgement.stance, judgement.confidence)} to \"{asked}\": {len(judgement.support)} of " \
+           f"the {judged} memories that bear on it point to {side}."
 
 
 _SAID = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
