@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from support.explorer_pages import app_client, held_open, served_explorer
 from support.threaded_servers import ExplorerThread
 from test_explorer import REPO, _errors, _hash, _wait, output_dir
 from test_explorer_overview import ANA_OBSERVATION, CLARA_OBSERVATION, Pictures, build_pictures
@@ -24,8 +25,6 @@ from test_explorer_timeline import BANK, CELLO, LISBON, PORTO, TRIP, _axe_violat
 from test_explorer_timeline import driver as driver  # the chromium fixture, shared
 
 from hindsight_core import Hindsight
-from hindsight_core.explorer.app import create_app
-from hindsight_core.explorer.auth import Guard
 
 CROWD = "crowd"
 FIRST = ["Amelia", "Bartholomew", "Chen", "Dolores", "Esteban", "Fatima", "Giovanni", "Hannah", "Ibrahim", "Josephine",
@@ -56,26 +55,19 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Pictures:
 @pytest.fixture(scope="module")
 def opened(world: Pictures) -> Iterator[Hindsight]:
     """The store held open for the module."""
-    with Hindsight.open(world.path, start_worker=False) as hs:
-        yield hs
+    yield from held_open(world.path)
 
 
 @pytest.fixture(scope="module")
 def client(opened: Hindsight) -> Iterator[TestClient]:
     """The app as ``hindsight ui`` serves it on 127.0.0.1."""
-    with TestClient(create_app(opened, Guard.for_host("127.0.0.1", token="t" * 24)),
-                    base_url="http://127.0.0.1:8765") as c:
-        yield c
+    yield from app_client(opened)
 
 
 @pytest.fixture(scope="module")
 def served(opened: Hindsight) -> Iterator[ExplorerThread]:
     """The explorer over the banks, on a free loopback port."""
-    server = ExplorerThread(opened, "127.0.0.1", Guard.for_host("127.0.0.1", token="t" * 24))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from served_explorer(opened)
 
 
 def _history(client: TestClient, entity_id: str) -> Any:

@@ -23,13 +23,23 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
-from support.explorer_pages import axe_violations, chromium, console_errors, follow, fresh, keep_screenshot, view, wait
+from support.explorer_pages import (
+    app_client,
+    axe_violations,
+    chromium,
+    console_errors,
+    follow,
+    fresh,
+    held_open,
+    keep_screenshot,
+    served_explorer,
+    view,
+    wait,
+)
 from support.threaded_servers import ExplorerThread
 from test_explorer_timeline import BANK, LISBON, OPINION, PORTO, T0, build, say
 
 from hindsight_core import Disposition, Hindsight
-from hindsight_core.explorer.app import create_app
-from hindsight_core.explorer.auth import Guard
 
 QUESTION = "Can I rely on Rafael to house-sit while we're away?"
 PLANTS = "Tomas: Rafael watered all our plants and sent a photo of the cat every evening."
@@ -109,16 +119,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Opinions:
 @pytest.fixture(scope="module")
 def opened(world: Opinions) -> Iterator[Hindsight]:
     """The store held open for the module."""
-    with Hindsight.open(world.path, start_worker=False) as hs:
-        yield hs
+    yield from held_open(world.path)
 
 
 @pytest.fixture(scope="module")
 def client(opened: Hindsight) -> Iterator[TestClient]:
     """The app as ``hindsight ui`` serves it on 127.0.0.1."""
-    with TestClient(create_app(opened, Guard.for_host("127.0.0.1", token="t" * 24)),
-                    base_url="http://127.0.0.1:8765") as c:
-        yield c
+    yield from app_client(opened)
 
 
 EXPECTED = {PLANTS: "against", GATE: "for", DOOR: "for", PARTY: "for", BIKE: "neutral"}
@@ -161,11 +168,7 @@ def test_each_step_carries_its_evidence_with_its_verdict(client: TestClient, wor
 @pytest.fixture(scope="module")
 def served(opened: Hindsight) -> Iterator[ExplorerThread]:
     """The explorer over the bank, on a free loopback port."""
-    server = ExplorerThread(opened, "127.0.0.1", Guard.for_host("127.0.0.1", token="t" * 24))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from served_explorer(opened)
 
 
 @pytest.fixture(scope="module")

@@ -21,14 +21,12 @@ from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
+from support.explorer_pages import app_client, chromium, held_open, served_explorer
 from support.explorer_pages import axe_violations as _axe_violations
-from support.explorer_pages import chromium
 from support.threaded_servers import ExplorerThread
 from test_explorer import REPO, _errors, _hash, _open, _wait, output_dir
 
 from hindsight_core import Hindsight
-from hindsight_core.explorer.app import create_app
-from hindsight_core.explorer.auth import Guard
 
 BANK = "family"
 T0 = datetime(2024, 1, 10, 9, 0, tzinfo=UTC)
@@ -90,16 +88,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Timeline:
 @pytest.fixture(scope="module")
 def opened(world: Timeline) -> Iterator[Hindsight]:
     """The store held open for the module."""
-    with Hindsight.open(world.path, start_worker=False) as hs:
-        yield hs
+    yield from held_open(world.path)
 
 
 @pytest.fixture(scope="module")
 def client(opened: Hindsight) -> Iterator[TestClient]:
     """The app as ``hindsight ui`` serves it on 127.0.0.1."""
-    with TestClient(create_app(opened, Guard.for_host("127.0.0.1", token="t" * 24)),
-                    base_url="http://127.0.0.1:8765") as c:
-        yield c
+    yield from app_client(opened)
 
 
 def _timeline(client: TestClient, **params: Any) -> Any:
@@ -169,11 +164,7 @@ def test_the_timeline_filters_by_network_entity_and_text(client: TestClient, wor
 @pytest.fixture(scope="module")
 def served(opened: Hindsight) -> Iterator[ExplorerThread]:
     """The explorer over the bank, on a free loopback port."""
-    server = ExplorerThread(opened, "127.0.0.1", Guard.for_host("127.0.0.1", token="t" * 24))
-    try:
-        yield server
-    finally:
-        server.stop()
+    yield from served_explorer(opened)
 
 
 @pytest.fixture(scope="module")

@@ -115,3 +115,35 @@ def keep_screenshot(driver: Any, name: str, *, max_height: int = 3000) -> Path:
     finally:
         driver.set_window_size(size["width"], size["height"])
     return out
+
+
+def held_open(path: Path) -> Iterator[Any]:
+    """A page test's store held open for its module, with no worker (a generator for a fixture to yield from)."""
+    from hindsight_core import Hindsight
+
+    with Hindsight.open(path, start_worker=False) as hs:
+        yield hs
+
+
+def app_client(hs: Any) -> Iterator[Any]:
+    """The app as ``hindsight ui`` serves it on 127.0.0.1, through starlette's test client."""
+    from starlette.testclient import TestClient
+
+    from hindsight_core.explorer.app import create_app
+    from hindsight_core.explorer.auth import Guard
+
+    with TestClient(create_app(hs, Guard.for_host("127.0.0.1", token="t" * 24)),
+                    base_url="http://127.0.0.1:8765") as c:
+        yield c
+
+
+def served_explorer(hs: Any) -> Iterator[Any]:
+    """The explorer over ``hs`` on a free loopback port, for a real browser."""
+    from hindsight_core.explorer.auth import Guard
+    from support.threaded_servers import ExplorerThread
+
+    server = ExplorerThread(hs, "127.0.0.1", Guard.for_host("127.0.0.1", token="t" * 24))
+    try:
+        yield server
+    finally:
+        server.stop()
