@@ -331,12 +331,11 @@ def test_bad_input_is_a_typed_error_and_changes_nothing(backend: dict[str, Any])
         assert_sound(hs, bank_id)
 
 
-@pytest.mark.xfail(strict=True, reason="the retain pipeline's replace does not carry a correction over to the memory "
-                   "that replaces the corrected one (core/retain/pipeline.py, not the corrector's)")
 def test_retaining_the_corrected_memorys_document_again_keeps_it_corrected(tmp_path: Path) -> None:
-    """The correction lives under its own document so that retaining the source document again never drops it; but
-    the memory that replaces the corrected one is current again, and the correction corrects a memory that is gone.
-    (Forgetting the document still takes the correction along: ``test_forget_failures``.)"""
+    """The correction lives under its own document so that retaining the source document again never drops it, and
+    the memory that replaces the corrected one (the same message, the same text) is superseded by the same correction
+    (``RetainPipeline._kept_corrections``). (Forgetting the document still takes the correction along:
+    ``test_forget_failures``.)"""
     spec = {"path": str(tmp_path / "m")}
     with open_spec(spec) as hs:
         bank = hs.bank("again")

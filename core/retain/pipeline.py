@@ -30,6 +30,7 @@ from ..errors import ClosedError, ConflictError, EmptyExtractionError, Extractio
 from ..extract.base import ExtractedFact, Extractor, ExtractorWithWork
 from ..models import (
     FACT_CITES_KEY,
+    SUPERSESSION_KEY,
     Document,
     DocumentKind,
     DocumentStatus,
@@ -245,6 +246,7 @@ class RetainPipeline:
             timings["link_ms"] = _ms(t)
             changes = [Supersession(old, units[i].id, units[i].mentioned_at or doc.timestamp or utcnow(), how)
                        for i, old, how in supersedes]
+            changes += self._kept_corrections(bank_id, old, units)
             if self.detect_supersessions is not None and units:
                 t = time.perf_counter()
                 changes += self.detect_supersessions(bank_id, units, facts, vectors)
@@ -277,6 +279,23 @@ class RetainPipeline:
         return RetainResult(bank_id=bank_id, document_id=doc.id, memories=units, links=len(links),
                             entities=sorted({n for u in units for n in u.entities}), warnings=warnings or [],
                             timings_ms=timings, restated=len(citations))
+
+    def _kept_corrections(self, bank_id: str, replaced: list[str], units: list[Memory]) -> list[Supersession]:
+        """A re-retained document stays corrected: a replaced memory that a correction superseded hands that
+        supersession to the new memory of the same message and text (the correction lives under its own document,
+        so it outlives the replace; without this the restated wrong memory would be current again)."""
+        if not replaced or not units:
+            return []
+        out = []
+        for m in self.store.get_units(bank_id, replaced):
+            how = m.metadata.get(SUPERSESSION_KEY)
+            if m.superseded_by is None or not isinstance(how, dict) or how.get("by") != "correction":
+                continue
+            twin = next((u for u in units if u.text == m.text and list(u.sources) == list(m.sources)), None)
+            if twin is not None:
+                out.append(Supersession(twin.id, m.superseded_by, m.valid_until or utcnow(),
+                                        {**how, "carried_from": m.id}))
+        return out
 
     def _replaced(self, doc: Document, *, facts_only: bool) -> list[str]:
         """The units a new write of ``doc`` replaces: all of them, or (facts beside raw units) its facts only."""
