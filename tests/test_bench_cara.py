@@ -85,7 +85,9 @@ def test_run_cara_with_a_scripted_model(tmp_path: Path) -> None:
     labels = {later.text: later.label for s in scenarios for later in s.later}
     wrong = scenarios[0].later[0]
     labels[wrong.text] = next(lbl for lbl in LABELS if lbl not in (wrong.label, "neutral"))
-    result = run_cara(scripted(labels), scenarios, repeats=2, workdir=tmp_path / "w", log=lambda *a: None)
+    # reflect's one call, scripted (the per-memory judgement is measured by the verdicts part and its own tests)
+    result = run_cara(scripted(labels), scenarios, repeats=2, workdir=tmp_path / "w", log=lambda *a: None,
+                      judgement="in_call")
     m = result["metrics"]
     assert m["scenarios"] == 2 and m["consistency_pairs"] == 4
     # strict said no then yes: its pairs are inconsistent, the open ones consistent
@@ -158,3 +160,35 @@ def test_evidence_part_alone(tmp_path: Path) -> None:
     assert m["responsiveness"] == 1.0 and m["responsiveness_messages"] == 3
     with pytest.raises(ValueError, match="parts must be"):
         run_cara(scripted(labels), scenarios, parts=("dream",), log=lambda *a: None)
+
+
+def test_the_balance_set_is_pairs_with_opposite_majorities() -> None:
+    from hindsight_bench.cara import BALANCE, select_split
+
+    scenarios = load_scenarios(BALANCE)
+    pairs: dict[str, list[Any]] = {}
+    for s in scenarios:
+        assert s.pair and s.split in ("dev", "test") and len(s.messages) == 5
+        pairs.setdefault(s.pair, []).append(s)
+    assert len(pairs) == 16 and all(len(p) == 2 for p in pairs.values())
+    for a, b in pairs.values():
+        assert (a.question, a.claim, a.subject, a.split) == (b.question, b.claim, b.subject, b.split)
+        assert {a.expected_stance(), b.expected_stance()} == {"yes", "no"}
+        assert {m.speaker for m in a.messages} == {m.speaker for m in b.messages}
+    assert len(select_split(scenarios, "dev")) == len(select_split(scenarios, "test")) == 16
+
+
+def test_verdicts_part_scores_each_message_against_its_gold_side(tmp_path: Path) -> None:
+    from hindsight_bench.cara import BALANCE
+
+    scenario = load_scenarios(BALANCE)[0]  # 3 for, 1 against, 1 filler
+    gold = ["yes" if i in scenario.evidence.for_ else "no" if i in scenario.evidence.against else "neither"
+            for i in range(len(scenario.messages))]
+    news = {"yes": "good", "no": "bad", "neither": "unrelated"}
+    # The scripted model gets every message right but the filler, which it calls good news.
+    script = [{"about": "x", "news": news[g] if g != "neither" else "good"} for g in gold]
+    result = run_cara(ScriptedLLM(script), [scenario], parts=("verdicts",), workdir=tmp_path)
+    m = result["metrics"]
+    assert m["verdict_messages"] == 5 and m["verdict_accuracy"] == 0.8
+    assert m["verdict_confusion"]["neither"]["yes"] == 1 and m["verdict_majority"] == 1.0
+    assert "per-memory verdicts right" in format_cara(result)

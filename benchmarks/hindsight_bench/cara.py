@@ -56,8 +56,9 @@ CONFIDENCE_GAP = 0.15
 """Two opinion confidences this far apart count as a different outcome (the issue's definition)."""
 SEED_CONFIDENCE = 0.5
 SPLITS = ("dev", "test", "all")
-PARTS = ("reflect", "evidence")
-"""The two parts of a run: reflect under the dispositions, and the labelled later messages."""
+PARTS = ("reflect", "evidence", "verdicts")
+"""The parts of a run: reflect under the dispositions, the labelled later messages, and (alone, no bank) each
+message's verdict as reflect's per-memory judgement gives it, against its gold side."""
 DEV_SCENARIOS = 22
 """The first 22 scenarios of the bundled set are the dev half, the rest the test half."""
 
@@ -241,16 +242,35 @@ def responsiveness_run(hs: Any, scenario: Scenario) -> list[dict[str, Any]]:
     return out
 
 
+def verdict_run(llm: Any, scenario: Scenario) -> dict[str, Any]:
+    """Each message of ``scenario`` judged as reflect judges a memory of a yes/no question (one call each, no bank),
+    beside its gold side: yes for the evidence for, no against, neither for the filler."""
+    from hindsight_core.models import Memory, Network
+    from hindsight_core.opinions.verdicts import judge_memories
+
+    memories = [Memory(id=f"m{i}", bank_id="cara", text=f"{m.speaker}: {m.text}", network=Network.WORLD)
+                for i, m in enumerate(scenario.messages)]
+    t0 = time.perf_counter()
+    got = judge_memories(llm, scenario.question, memories)
+    gold = ["yes" if i in scenario.evidence.for_ else "no" if i in scenario.evidence.against else "neither"
+            for i in range(len(memories))]
+    said = [got.get(m.id, "neither") for m in memories]
+    n_yes, n_no = said.count("yes"), said.count("no")
+    return {"gold": gold, "said": said, "seconds": round(time.perf_counter() - t0, 2),
+            "majority": "yes" if n_yes > n_no else "no" if n_no > n_yes else "unsure"}
+
+
 def run_cara(
     llm: Any,
     scenarios: Sequence[Scenario],
     *,
     repeats: int = 2,
-    parts: Sequence[str] = PARTS,
+    parts: Sequence[str] = ("reflect", "evidence"),
     splits: Mapping[str, str] | None = None,
     workdir: str | Path | None = None,
     llm_name: str | None = None,
     log: Callable[..., None] = print,
+    judgement: str | None = None,
 ) -> dict[str, Any]:
     """Run every scenario (see the module) with ``llm``; returns per-scenario records and the metrics, overall
     and per half (``splits``: scenario id -> dev / test, default by position in the bundled set)."""
@@ -267,7 +287,12 @@ def run_cara(
     records: list[dict[str, Any]] = []
     t_start = time.perf_counter()
     try:
-        with Hindsight.open(root, llm=llm) as hs:
+        settings = None
+        if judgement is not None:  # how reflect judges a yes/no question (default: the engine's, per memory)
+            from hindsight_core.config import CaraSettings, Settings
+
+            settings = Settings(cara=CaraSettings(reflect_judgement=judgement))
+        with Hindsight.open(root, llm=llm, settings=settings) as hs:
             for n, scenario in enumerate(scenarios, start=1):
                 split = (splits or {}).get(scenario.id, "")
                 record: dict[str, Any] = {"id": scenario.id, "split": split, "question": scenario.question,
@@ -277,6 +302,8 @@ def run_cara(
                         record["runs"][name] = [reflect_run(hs, scenario, name, disposition, k)
                                                 for k in range(repeats)]
                 record["later"] = responsiveness_run(hs, scenario) if "evidence" in parts else []
+                if "verdicts" in parts:
+                    record["verdicts"] = verdict_run(llm, scenario)
                 records.append(record)
                 first = {name: runs[0] for name, runs in record["runs"].items()}
                 log(f"[{n}/{len(scenarios)}] {scenario.id}: "
@@ -287,6 +314,7 @@ def run_cara(
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
     return {"benchmark": "cara", "model": llm_name or getattr(llm, "name", str(llm)), "repeats": repeats,
+            "judgement": judgement or "per_memory",
             "parts": list(parts),
             "dispositions": {k: v.model_dump() for k, v in disps.items()}, "scenarios": len(records),
             "metrics": cara_metrics(records),
@@ -329,6 +357,8 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     all_runs = [x for r in records for rs in r["runs"].values() for x in rs]
     tokens = sorted(x["completion_tokens"] for x in all_runs if x.get("completion_tokens") is not None)
     seconds = sorted(x["seconds"] for x in all_runs if x.get("seconds") is not None)
+    judged = [r["verdicts"] for r in records if r.get("verdicts")]
+    pairs_judged = [(g, p) for v in judged for g, p in zip(v["gold"], v["said"], strict=True)]
     later = [x for r in records for x in r.get("later", [])]
     confusion = {g: {p: sum(1 for x in later if x["gold"] == g and x["predicted"] == p) for p in LABELS}
                  for g in LABELS}
@@ -351,6 +381,12 @@ def cara_metrics(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "stance_follows_majority": _share(sum(agrees.values()), sum(sum(c.values()) for c in stances.values())),
         "coherence": _share(coherent, len(with_opinion)),
         "coherence_runs": len(with_opinion),
+        "verdict_accuracy": _share(sum(1 for g, p in pairs_judged if g == p), len(pairs_judged)),
+        "verdict_messages": len(pairs_judged),
+        "verdict_confusion": {g: {p: sum(1 for x in pairs_judged if x == (g, p)) for p in ("yes", "no", "neither")}
+                              for g in ("yes", "no", "neither")},
+        "verdict_majority": _share(sum(1 for r in records if r.get("verdicts")
+                                       and r["verdicts"]["majority"] == r["expected_stance"]), len(judged)),
         "reflects": len(all_runs),
         "reflect_seconds_median": seconds[len(seconds) // 2] if seconds else None,
         "reflect_tokens_median": tokens[len(tokens) // 2] if tokens else None,
@@ -384,6 +420,9 @@ def _format_metrics(m: Mapping[str, Any]) -> str:
              "first runs, both dispositions (an even split expects unsure)"],
             ["coherence", m.get("coherence"),
              f"answer and stored opinion take the same side, read from their words ({m.get('coherence_runs')} runs)"],
+            ["per-memory verdicts right", m.get("verdict_accuracy"),
+             f"each message judged alone against its gold side ({m.get('verdict_messages')} messages)"],
+            ["verdict majority = evidence majority", m.get("verdict_majority"), "scenarios, counting verdicts"],
             ["seconds per reflect (median)", m.get("reflect_seconds_median"), f"{m.get('reflects')} reflects"],
             ["completion tokens per reflect (median)", m.get("reflect_tokens_median"), "the reflect call's answer"]]
     disp_rows = [[k, json.dumps(m["stances"].get(k, {})), m["mean_confidence"].get(k),

@@ -241,12 +241,15 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--set", choices=("judgement", "balance"), default="judgement",
                    help="bundled scenarios: judgement (44 scenarios, dispositions and labelled later evidence) or "
                         "balance (16 pairs: the same question with 3 for / 1 against and 1 for / 3 against)")
+    p.add_argument("--judgement", choices=("per_memory", "in_call"), default=None,
+                   help="how reflect judges a yes/no question (default: the engine's, per_memory)")
     p.add_argument("--split", choices=("dev", "test", "all"), default="all",
                    help="the dev half (first 22 scenarios), the test half (last 22, the headline) or all (default)")
     p.add_argument("--scenarios", type=positive_int, help="only the first N scenarios of the split (default: all)")
     p.add_argument("--repeats", type=positive_int, default=2, help="reflect runs per disposition (default 2)")
-    p.add_argument("--part", choices=("reflect", "evidence", "all"), default="all",
-                   help="reflect under the dispositions, the labelled later messages, or both (default all)")
+    p.add_argument("--part", choices=("reflect", "evidence", "verdicts", "all"), default="all",
+                   help="reflect under the dispositions, the labelled later messages, both (all, the default), or "
+                        "verdicts: each message judged alone as reflect's per-memory judgement does, no bank")
     p.add_argument("--llm-url", help="OpenAI-compatible base URL (default: the bundled local model)")
     p.add_argument("--llm-model", help="model name (required with --llm-url; default qwen2.5-1.5b, local)")
     p.add_argument("--llm-key", help="API key of the endpoint (default: $OPENAI_API_KEY or none)")

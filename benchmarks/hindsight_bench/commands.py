@@ -193,7 +193,7 @@ def cmd_cara(args: argparse.Namespace) -> dict[str, Any] | None:
     llm = endpoint_llm(args.llm_url, args.llm_model, args.llm_key)
     parts = ("reflect", "evidence") if args.part == "all" else (args.part,)
     result = run_cara(llm, scenarios, repeats=args.repeats, parts=parts, splits=halves, workdir=args.workdir,
-                      log=_log(args))
+                      log=_log(args), judgement=args.judgement)
     if not args.json:
         print("\n" + format_cara(result))
     _report_written(args, write_cara(args.out, result))
