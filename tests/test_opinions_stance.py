@@ -229,7 +229,8 @@ def test_async_reflect_judges_each_memory_too(tmp_path: Path) -> None:
     ("Can I rely on Rafael?", True), ("Is Osteria Verde good for lunch?", True), ("Should I go?", True),
     ("Should I take the bus or the train?", False), ("What does Rafael do?", False), ("Where is it?", False),
     ("Is it safe or not?", True), ("Does Ana run in the morning?", False), ("Did the flight leave on time?", False),
-    ("Would Tobias be a good fit?", True), ("Was she there?", False),
+    ("Would Tobias be a good fit?", True), ("Was she there?", False), ("Does Ingrid give good advice?", True),
+    ("Did the movers do a decent job?", True), ("Has Ana moved to Porto?", False),
 ])
 def test_which_questions_are_judged(question: str, yes_no: bool) -> None:
     from hindsight_core.opinions.verdicts import is_yes_no_question

@@ -59,6 +59,14 @@ _MAX_TOKENS = 120
 _YES_NO = re.compile(
     r"^\s*(is|are|isn't|aren't|should|shall|shouldn't|can|could|can't|couldn't|would|wouldn't|may|might|must)\b",
     re.IGNORECASE)
+_AUXILIARY = re.compile(r"^\s*(do|does|did|don't|doesn't|didn't|has|have|had|will|was|were|am)\b", re.IGNORECASE)
+# A question of fact asked with "Does", "Did", "Has" ... is a judgement when it asks how good something is ("Does
+# Nordlicht make good birthday cakes?"): a general lexicon of evaluation, not a list fitted to any data set.
+_EVALUATIVE = re.compile(
+    r"\b(good|bad|great|better|best|worse|worst|well|badly|poor|nice|decent|fine|okay|ok|excellent|terrible|awful|"
+    r"reliable|unreliable|trust|trustworthy|rely|safe|unsafe|dangerous|risky|worth|worthwhile|recommend\w*|"
+    r"suitable|fit|right|wise|sensible|realistic|honest|careful|responsible|competent|qualified|kind|friendly|"
+    r"helpful|useful|enough|value|deserve\w*|enjoy\w*)\b", re.IGNORECASE)
 _ALTERNATIVES = re.compile(r"\bor\b(?!\s+not\b)", re.IGNORECASE)
 _NEGATIVE = re.compile(
     r"\b(not|never|avoid|dangerous|unsafe|risky|bad|worse|worst|overpriced|overrated|unreliable|untrustworthy|"
@@ -106,9 +114,11 @@ Question: Should I hire Kim as a driver? Message: Kim dyed her hair green for a 
 
 def is_yes_no_question(question: str) -> bool:
     """Whether ``question`` asks for a judgement with a yes or a no: it opens with "Is", "Are", "Should", "Can",
-    "Could", "Would", "May", "Might" or "Must" (not a question of fact: "Does ...", "Did ...", "Was ...", "Has ...")
-    and offers no alternatives ("Should I take the bus or the train?" is not)."""
-    return bool(_YES_NO.match(question)) and not _ALTERNATIVES.search(question)
+    "Could", "Would", "May", "Might" or "Must", or with "Does", "Did", "Has", "Was" ... and asks how good something is
+    ("Does Ingrid give good advice?"; "Does Ana run in the morning?" is a question of fact), and offers no
+    alternatives ("Should I take the bus or the train?" is not)."""
+    asks = bool(_YES_NO.match(question)) or bool(_AUXILIARY.match(question) and _EVALUATIVE.search(question))
+    return asks and not _ALTERNATIVES.search(question)
 
 
 def negative_question(question: str) -> bool:
