@@ -12,7 +12,7 @@ from scripted_llm import ScriptedLLM
 
 from hindsight_core import Disposition, Hindsight
 from hindsight_core.config import CaraSettings, Settings
-from hindsight_core.models import Memory, Network
+from hindsight_core.models import Memory, Network, utcnow
 from hindsight_core.opinions.coherence import judged_answer, judged_opinion_text, statement_side
 from hindsight_core.opinions.confidence import evidence_weight, is_self_claim
 from hindsight_core.opinions.stance import judge, names_in
@@ -272,3 +272,25 @@ def test_reflect_stores_only_the_whole_sentences_of_the_models_opinion(tmp_path:
         bank, _ = _bank(hs)
         r = bank.reflect("What do you think of Rafael?", reference_time=T0 + timedelta(days=1))
         assert [o.text for o in r.opinions] == ["Rafael waters plants well."]
+
+
+def test_a_superseded_memory_is_not_judged(tmp_path: Path) -> None:
+    def verdict(messages: list[dict[str, str]], schema: type) -> dict[str, object]:
+        said = messages[-1]["content"].split("Message:", 1)[-1]
+        if "closed the back gate" in said or "watered" in said:
+            return {"about": "he was careful", "news": "good"}
+        if any(k in said for k in ("gate", "unlocked", "party")):
+            return {"about": "he was careless", "news": "bad"}
+        return {"about": "nothing", "news": "unrelated"}
+
+    llm = ScriptedLLM([verdict] * 12)
+    with Hindsight.open(tmp_path / "m", llm=llm) as hs:
+        bank, shown = _bank(hs)
+        gate = next(m for m in shown if "gate" in m.text)
+        fixed = bank.correct(gate.id, "Linnea: Rafael closed the back gate; the neighbour's child had opened it.")
+        r = bank.reflect(QUESTION, disposition=OPEN, reference_time=utcnow())
+        # The corrected statement is history: it is not judged, the correction is.
+        assert gate.id not in r.verdicts and r.verdicts.get(fixed.id) == "yes"
+        assert not any("back gate open" in c.user for c in llm.calls)
+        assert sorted(r.verdicts.values()) == ["no", "no", "yes", "yes"]
+        assert r.stance == "yes"  # two a side, and the correction is the freshest: recency tips it

@@ -130,6 +130,12 @@ def _reference(recall: Recall) -> datetime | None:
     return recall.trace.reference_time if recall.trace is not None else None
 
 
+def _current(memories: list[Memory], reference: datetime | None) -> list[Memory]:
+    """The memories still current at the reference time: a superseded one ("I work as a nurse", before "I left
+    nursing") is history, and judging the present by it would count what is no longer so."""
+    return [m for m in memories if m.current_at(reference)]
+
+
 def _relevant(recall: Recall) -> bool:
     """Whether recall found anything at all related: a keyword match or a reasonably close vector."""
     if not recall.memories:
@@ -388,7 +394,8 @@ class ReflectPipeline:
         """See ``Bank.reflect``; ``opinion_document``: see ``store_opinions`` (scheduled reflects)."""
         _, disp, recall, memories, messages = self._prepare(bank_id, query, disposition, budget, reference_time)
         if self._per_memory(query):
-            verdicts = judge_memories(self._llm(), query, memories) if _relevant(recall) else {}
+            verdicts = judge_memories(self._llm(), query, _current(memories, _reference(recall))) \
+                if _relevant(recall) else {}
             return self._finish_verdicts(bank_id, query, disp, memories, messages, verdicts, opinion_document,
                                          _reference(recall))
         out = None
@@ -405,7 +412,8 @@ class ReflectPipeline:
             self._prepare, bank_id, query, disposition, budget, reference_time
         )
         if self._per_memory(query):
-            verdicts = await ajudge_memories(self._llm(), query, memories) if _relevant(recall) else {}
+            verdicts = await ajudge_memories(self._llm(), query, _current(memories, _reference(recall))) \
+                if _relevant(recall) else {}
             return await asyncio.to_thread(self._finish_verdicts, bank_id, query, disp, memories, messages, verdicts,
                                            None, _reference(recall))
         out = (
