@@ -322,7 +322,11 @@ def run_qa(
                   for e in entries]
     total = sum(len(items) for _, items in groups)
     try:
-        with open_hindsight(root, llm=answer_llm) as hs:
+        # Reflect answers questions of fact here, in prose: its one call, not the per-memory judgement of opinions.
+        from hindsight_core.config import CaraSettings, Settings
+
+        with open_hindsight(root, llm=answer_llm,
+                            settings=Settings(cara=CaraSettings(reflect_judgement="in_call"))) as hs:
             bar = tqdm(total=total, desc=f"qa {dataset} [{backend}]", unit="q", disable=not progress)
             for source, items in groups:
                 if not items:

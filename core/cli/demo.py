@@ -63,6 +63,7 @@ def run_demo(
     called like ``print`` for every line shown. Returns a summary: counts, and per query the returned
     memories (id, sources, document, score), tokens used and stage timings.
     """
+    from ..config import CaraSettings, Settings
     from ..hindsight import Hindsight
     from .formats import locomo_sessions
 
@@ -78,7 +79,10 @@ def run_demo(
         summary: dict[str, Any] = {"path": None if tmp else str(root), "bank": BANK_ID, "documents": [],
                                    "queries": []}
         t0 = time.perf_counter()
-        with Hindsight.open(root, **({"llm": llm} if llm is not None else {})) as hs:
+        # The demo shows what each disposition does to reflect's one call (the prompt, the cited evidence and the
+        # computed confidence), so it asks for that path (the per-memory judgement: `bench cara --set balance`).
+        settings = Settings(cara=CaraSettings(reflect_judgement="in_call"))
+        with Hindsight.open(root, settings=settings, **({"llm": llm} if llm is not None else {})) as hs:
             bank = hs.bank(BANK_ID)
             _retain_sessions(bank, sessions, out, summary, t0)
             for n, (question, reference, why) in enumerate(QUERIES, start=1):
