@@ -27,6 +27,7 @@ from typing import Literal, NamedTuple
 
 from ..models import Disposition, Memory
 from .confidence import confidence_basis
+from .disposition import said_by
 from .stance import Judgement
 
 __all__ = [
@@ -237,15 +238,11 @@ def judged_opinion_text(text: str, judgement: Judgement, question: str) -> str:
            f"the {judged} memories that bear on it point to {side}."
 
 
-_SAID = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
-
-
 def _quoted(memories: Sequence[Memory]) -> str:
     """Up to ``_MAX_CITED`` memories as quotes, a message with its speaker: 'Jonah: "Rafael left the door open"'."""
     texts = []
     for m in memories[:_MAX_CITED]:
-        match = _SAID.match(m.text)
-        speaker, text = (match.group(1).strip(), match.group(2)) if match else ("", m.text)
+        speaker, text = said_by(m.text)
         text = " ".join(text.split()).rstrip(".!?;, ")
         text = text if len(text) <= _CITED_CHARS else text[: _CITED_CHARS - 3].rstrip() + "..."
         texts.append(f'{speaker}: "{text}"' if speaker else f'"{text}"')

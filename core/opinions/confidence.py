@@ -63,7 +63,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from ..models import Disposition, Memory, Network
-from .disposition import is_emotional, is_hearsay
+from .disposition import is_emotional, is_hearsay, said_by
 
 __all__ = [
     "CEILING",
@@ -114,7 +114,6 @@ INFERRED = frozenset({Network.OBSERVATION, Network.OPINION})
 EMPATHY_WEIGHT = 0.25
 """How much more (empathy 4-5) or less (1-2) a memory about feelings counts, per point of empathy away from 3."""
 
-_SPEAKER = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself)\b", re.IGNORECASE)
 
 
@@ -126,11 +125,11 @@ def self_claim_factor(d: Disposition) -> float:
 def is_self_claim(memory: Memory, about: Collection[str]) -> bool:
     """Whether ``memory`` is a message in which someone the question is ``about`` (casefolded names) speaks of
     themselves in the first person ("Rafael: I always lock up")."""
-    match = _SPEAKER.match(memory.text)
-    if match is None or not about:
+    speaker, words = said_by(memory.text)
+    if speaker is None or not about:
         return False
-    speaker = {w.casefold().removesuffix("'s") for w in match.group(1).split()}
-    return bool(speaker & set(about)) and bool(_FIRST_PERSON.search(match.group(2)))
+    names = {w.casefold().removesuffix("'s") for w in speaker.split()}
+    return bool(names & set(about)) and bool(_FIRST_PERSON.search(words))
 
 
 def evidence_weight(

@@ -36,6 +36,7 @@ __all__ = [
     "empathy_order",
     "is_emotional",
     "is_hearsay",
+    "said_by",
     "verbalize",
 ]
 
@@ -121,6 +122,16 @@ _HEARSAY = re.compile(
     r"(?:someone|somebody|people|they) (?:said|says|say|told me|claim)|word is|i was told|reportedly)\b",
     re.IGNORECASE,
 )
+
+
+_SAID = re.compile(r"^\s*([^:\n]{1,60}):\s+(.*)$", re.DOTALL)
+
+
+def said_by(text: str) -> tuple[str | None, str]:
+    """A raw message's speaker and words ("Rafael: I always lock up" -> ("Rafael", "I always lock up")), or (None,
+    the text) when it names no speaker (``render_message`` writes raw units as "Speaker: text")."""
+    match = _SAID.match(text)
+    return (match.group(1).strip(), match.group(2)) if match else (None, text)
 
 
 def is_hearsay(text: str) -> bool:

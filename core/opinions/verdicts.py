@@ -33,6 +33,7 @@ from pydantic import BaseModel, Field, field_validator
 from ..llm.base import LLM, LLM_SCHEMA_CONFIG, ChatMessage, LLMError
 from ..llm.structured import astructured_call, clip, structured_call, trim
 from ..models import Memory
+from .disposition import said_by
 from .stance import Verdict
 
 __all__ = [
@@ -71,7 +72,6 @@ _ALTERNATIVES = re.compile(r"\bor\b(?!\s+not\b)", re.IGNORECASE)
 _NEGATIVE = re.compile(
     r"\b(not|never|avoid|dangerous|unsafe|risky|bad|worse|worst|overpriced|overrated|unreliable|untrustworthy|"
     r"a mistake|a waste|scam)\b|n't\b", re.IGNORECASE)
-_SPEAKER = re.compile(r"^\s*[^:\n]{1,60}:\s+")
 
 
 class _NewsOut(BaseModel):
@@ -129,7 +129,7 @@ def negative_question(question: str) -> bool:
 
 def spoken_text(memory: Memory) -> str:
     """A memory's text without a leading "Speaker: "."""
-    return _SPEAKER.sub("", memory.text, count=1).strip() or memory.text
+    return said_by(memory.text)[1].strip() or memory.text
 
 
 def build_verdict_prompt(question: str, memory: Memory) -> list[ChatMessage]:
