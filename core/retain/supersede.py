@@ -49,7 +49,10 @@ _PROFESSIONS = (r"teacher|nurse|postman|postwoman|engineer|developer|programmer|
                 r"driver|chef|cook|doctor|lawyer|journalist|manager|analyst|consultant|officer|assistant|technician|"
                 r"electrician|plumber|carpenter|mechanic|paramedic|cashier|waiter|waitress|clerk|supervisor|"
                 r"pharmacist|dentist|vet|librarian|translator|writer|editor|photographer|scientist|researcher|"
-                r"firefighter|police officer|soldier|pilot|receptionist|secretary|student|intern|head|director")
+                r"firefighter|police officer|soldier|pilot|receptionist|secretary|student|intern|head|director|"
+                r"lecturer|professor|tester|hygienist|surgeon|therapist|carer|caregiver|cleaner|builder|farmer|miner")
+_PETS = (r"cats?|dogs?|pupp(?:y|ies)|kittens?|pets?|hamsters?|rabbits?|parrots?|(?:gold)?fish|turtles?|chooks?|"
+         r"chickens?|hens?")
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATED = re.compile(rf"\b(?:{_DATE_WORDS}|tomorrow|tonight|week|month|year)", re.IGNORECASE)
 
@@ -57,14 +60,18 @@ _DATED = re.compile(rf"\b(?:{_DATE_WORDS}|tomorrow|tonight|week|month|year)", re
 ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("home",
               _words(r"live[sd]?", r"living", r"apartment", r"flat", r"house", r"home", r"neighbou?rhood",
-                     r"rent(?:ing)?", r"place"),
+                     r"rent(?:ing)?", r"place",
+                     # "three years in Capitol Hill": how long one has lived somewhere
+                     r"(?:\w+ )?(?:years?|months?) (?:in|living in) (?-i:[A-Z])\w*"),
               # "moved to Porto", never "moved the christening to March" (an event) or "moved to 9 September"
               _words(rf"moved (?:to|into|in|out|away|back|house)(?! (?:{_DATE_WORDS}))", r"relocated",
                      r"new (?:place|apartment|flat|house|home)", r"settled in", r"shifted to", r"moved in",
                      r"bought (?:a|our|my) (?:first )?(?:house|flat|apartment|home)",
                      r"unpacking (?:the )?(?:last )?boxes",
                      r"(?:we|i)'?ve left (?-i:[A-Z])\w+", r"(?:we|i)'?(?:re|m) in (?-i:[A-Z])\w+ now",
-                     r"living in \w+ now", r"now live", r"live in \w+ now")),
+                     r"living in \w+ now", r"now live", r"live in \w+ now",
+                     # a move looked back on: "Moving to Denver was the best call"
+                     r"(?:moving|relocating|the move) (?:back )?to (?-i:[A-Z])\w+(?: \w+)? (?:was|has been)")),
     Attribute("job",
               # the speaker's own work: "I work at", "my job", "working as" (not "that's what worked for my gran")
               _words(r"(?:i|i'?m|i'?ve been|we) (?:\w+ ){0,2}(?:work(?:s|ed|ing)?|employed|hired)",
@@ -79,7 +86,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"first (?:week|day|month) (?:at|as)",
                      r"no longer work", r"don'?t work .{0,30} anymore", r"left nursing", r"left teaching",
                      r"i'?m (?:now )?an? (?:\w+ ){1,4}now", r"onboarding (?:week|day)",
-                     r"first (?:term|week|day|month|shift) as", r"day \w+ at the", r"as a trainee")),
+                     r"first (?:term|week|day|month|shift) as", r"day \w+ at the", r"as a trainee",
+                     r"(?:was|been|got|just got) (?:made|named|appointed|promoted to) (?:the )?(?:new )?"
+                     r"(?:head|director|manager|lead|chief|partner|principal|supervisor|dean)")),
     Attribute("partner",
               _words(r"boyfriend", r"girlfriend", r"partner", r"husband", r"wife", r"fianc[eé]e?", r"dating",
                      r"married", r"engaged", r"single", r"relationship", r"together", r"anniversary"),
@@ -87,11 +96,13 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"new (?:boyfriend|girlfriend|partner)", r"single (?:again|now)", r"ended (?:it|things)",
                      r"no longer (?:together|dating|with)")),
     Attribute("pet",
-              _words(r"cats?", r"dogs?", r"pupp(?:y|ies)", r"kittens?", r"pets?", r"hamsters?", r"rabbits?",
-                     r"parrots?", r"(?:gold)?fish", r"turtles?", r"aquarium", r"chooks?", r"chickens?", r"hens?"),
+              _words(_PETS, r"aquarium"),
               # A loss, never an addition: a new puppy does not replace the cat ("we adopted another puppy").
               _words(r"died", r"passed away", r"put down", r"rehomed", r"gave (?:him|her|them) away",
-                     r"lost (?:him|her|our|my)", r"gave (?:the|our|my) \w+ to")),
+                     r"lost (?:him|her|our|my)", r"gave (?:the|our|my) \w+ to",
+                     # a pet that ran away or was taken: "the cat went missing", "a fox got both chooks"
+                     rf"(?:{_PETS}|(?-i:[A-Z])\w+) (?:ran away|went missing|was killed|were killed|got killed)",
+                     r"(?:a |the )?(?:fox|hawk|coyote|snake|eagle|dingo)e?s? (?:got|took|killed)")),
     Attribute("vehicle",
               _words(r"car", r"bike", r"motorcycle", r"motorbike", r"scooter", r"truck", r"van", r"drive", r"driving",
                      r"drives"),
@@ -111,11 +122,28 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               _words(r"support(?:er)?", r"fan", r"root(?:ing)? for", r"team", r"club"),
               _words(r"switched (?:teams|allegiance)", r"now (?:support|root for)", r"no longer support",
                      r"(?:not|no longer) a \w+ fan", r"joined (?:a|the) (?:\w+ ){0,2}(?:club|team|league)")),
+    Attribute("sport",
+              _words(r"football", r"soccer", r"rugby", r"cricket", r"basketball", r"netball", r"hockey", r"tennis",
+                     r"padel", r"squash", r"volleyball", r"baseball", r"league", r"play (?:centre|center|striker|"
+                     r"goalie|keeper|defence|defense|midfield|wing|forward|back)", r"(?:my|our) team"),
+              # "hung up my boots": the idiom of a sportsman retiring
+              _words(r"hung up (?:my|the|our) (?:boots|gloves|racket|racquet|skates|spikes|cleats)",
+                     r"retired from (?:football|soccer|rugby|cricket|basketball|netball|hockey|tennis|playing)",
+                     r"(?:stopped|quit|gave up) (?:playing|football|soccer|rugby|cricket|basketball|netball|hockey|"
+                     r"tennis|padel|squash)")),
     Attribute("school",
               _words(r"stud(?:y|ying|ies)", r"student", r"university", r"college", r"school", r"major(?:ing)?",
-                     r"degree", r"course", r"program(?:me)?"),
+                     r"degree", r"course", r"program(?:me)?", r"exams?", r"classes", r"lectures?", r"semester",
+                     r"thesis", r"diploma", r"cert(?:ificate)?",
+                     r"(?:first|second|third|fourth|final|last) year (?:of|at)"),
               _words(r"transferred", r"switched (?:majors|my major|to)", r"dropped out", r"graduated",
-                     r"changed (?:my )?major", r"enrolled", r"now (?:study|studying)", r"started (?:at|studying)")),
+                     r"changed (?:my )?major", r"enrolled", r"now (?:study|studying)", r"started (?:at|studying)",
+                     # studies finished: "got my certificate", "passed my finals", "being a chartered accountant"
+                     r"got (?:my|her|his|the) (?:\w+ )?(?:certificate|diploma|degree|qualification|results)",
+                     r"passed (?:my|all my|the|her|his) (?:\w+ )?(?:exams|finals|boards|papers)",
+                     r"finished (?:my|her|his) (?:\w+ )?(?:degree|course|studies|diploma|masters|phd|thesis)",
+                     r"(?:i'?m|being|now|finally|officially) (?:now |finally |officially )?(?:a |an )?(?:fully )?"
+                     r"(?:chartered|certified|qualified|licensed|registered) (?!to\b)")),
     Attribute("event",
               _words(r"wedding", r"party", r"appointment", r"meeting", r"ceremony", r"trip", r"flight", r"concert",
                      r"surgery", r"interview", r"scheduled", r"booked", r"planned", r"date"),
@@ -128,6 +156,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               _words(r"run(?:s|ning)?", r"smok(?:e|es|ing)", r"gym", r"yoga", r"swim(?:ming)?", r"drink(?:ing)?",
                      r"coffee", r"meditat(?:e|ing)", r"routine", r"cycl(?:e|ing)", r"workouts?"),
               _words(r"quit (?:smoking|drinking|running|the gym|coffee|caffeine|alcohol)",
+                     # "I quit completely", "I've quit for good": quit with no object
+                     r"(?:i|i'?ve|we|we'?ve) (?:finally |just |actually )?quit(?=\s*(?:[.!,;]|$|completely|"
+                     r"for good|altogether|entirely|cold turkey))",
                      r"(?:stopped|gave up) (?:smoking|drinking|running|coffee|caffeine|alcohol)")),
     Attribute("device",
               _words(r"phone", r"iphone", r"android", r"laptop", r"computer", r"pixel", r"samsung", r"macbook",
@@ -142,11 +173,16 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("health",
               _words(r"medication", r"meds", r"pills?", r"diagnos(?:is|ed)", r"allerg(?:y|ic)", r"insulin",
                      r"therapy", r"treatment", r"dose", r"prescri(?:bed|ption)", r"\d+ ?(?:mg|mcg)", r"inhaler",
-                     r"chemo(?:therapy)?"),
+                     r"chemo(?:therapy)?", r"painkillers?", r"ibuprofen", r"paracetamol", r"physio(?:therapy)?",
+                     r"antidepressants?", r"steroids?"),
               _words(r"stopped taking", r"switched (?:to|from)", r"new (?:medication|meds|prescription)",
                      r"changed (?:my )?dose", r"off (?:the|my) (?:meds|medication|pills)", r"no longer (?:take|on)",
                      r"(?:raised|lowered|increased|reduced|upped|changed) (?:my |the )?(?:\w+ )?dose",
-                     r"new (?:\w+ ){0,3}inhaler", r"finished (?:my |the )?(?:chemo|treatment|course)")),
+                     r"new (?:\w+ ){0,3}inhaler",
+                     r"finished (?:my |the |her |his |their )?(?:last )?(?:round of |course of )?"
+                     r"(?:chemo|treatment|course|radiotherapy)",
+                     r"(?:haven'?t|no longer|don'?t) (?:needed|need|take|taken) (?:a single |any |my |the )?"
+                     r"(?:\w+ )?(?:painkillers?|pills?|meds|medication|inhaler|insulin)")),
     Attribute("name",
               _words(r"name", r"calls? me", r"nickname", r"go by", r"surname"),
               _words(r"changed my (?:name|surname)", r"now go by", r"call me \w+ now", r"took (?:his|her) name",
@@ -158,7 +194,49 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"portuguese)", r"now learning")),
 )
 
-_GENERIC_CHANGE = _words(r"no longer", r"anymore", r"any more", r"not \w+ anymore", r"instead", r"these days")
+# A change said without a verb of the lexicon: "not even on weekends anymore", "I cycle to work instead", "since
+# starting physio I haven't ...". It changes the attributes whose terms the same clause has.
+_GENERIC_CHANGE = re.compile(
+    r"\b(?:no longer|anymore|any more|instead|these days|nowadays)\b|"
+    r"\bsince (?:starting|switching|moving|quitting|i (?:started|switched|moved|quit|began))\b.{0,60}?"
+    r"\b(?:i|we) (?:haven'?t|have not|no longer|don'?t|do not|hardly|rarely|only)\b", re.IGNORECASE)
+
+# Another person's change, told by the speaker: "Uncle Ray retired in January!", "Mum finished her last round of
+# chemo", "Vikram was made head of the department". The subject opens the clause and the cue follows it.
+_KIN = (r"mum|mom|mam|mother|dad|father|sister|brother|son|daughter|husband|wife|partner|boyfriend|girlfriend|"
+        r"fianc[eé]e?|grandma|grandpa|gran|granny|grandad|grandmother|grandfather|nana|uncle|aunt|auntie|aunty|"
+        r"cousin|niece|nephew|stepdad|stepmum|stepmom|(?:mother|father|sister|brother)-in-law")
+_KNOWN = r"friend|mate|buddy|pal|colleague|coworker|co-worker|neighbou?r|boss|flatmate|roommate|housemate|manager"
+_TITLES = r"uncle|aunt|auntie|aunty|cousin|grandma|grandpa|granny|gran|nana|dr|mr|mrs|ms|miss"
+_SUBJECT = re.compile(
+    rf"^(?:(?:my|our)\s+(?:(?:older|younger|big|little|baby|best|old|eldest|oldest|youngest|dear)\s+)?"
+    rf"(?:(?P<kin>{_KIN})|(?:{_KNOWN}))(?:,?\s+(?P<kname>(?-i:[A-Z])[\w'-]+))?"
+    rf"|(?:(?P<title>{_TITLES})\.?\s+)?(?P<name>(?-i:[A-Z])[\w'-]+))"
+    r"\s*,?\s*(?:(?:has|had|have|'s|’s|is|was|were|just|finally|officially|actually|recently|got|been|also|now)\s+)*$",
+    re.IGNORECASE)
+_NOT_SUBJECTS = frozenset({
+    "mine", "ours", "yours", "everyone", "somebody", "nobody", "update", "news", "guess", "good", "great", "big",
+    "sadly", "luckily", "honestly", "well", "yes", "yeah", "no", "okay", "ok", "oh", "wow", "last", "next", "first",
+    "apparently", "officially", "anyway", "btw", "fun", "fact", "plus", "still", "turns", "life", "work", "school",
+})
+_KIN_WORDS = re.compile(rf"^(?:{_KIN})$", re.IGNORECASE)
+# What a third person's change says that the speaker's own does not ("Ray retired", "he quit his job").
+_THIRD_CHANGES: dict[str, re.Pattern[str]] = {
+    "job": _words(r"retired", r"(?:quit|left) (?:his|her|their) (?:job|company|position|firm)",
+                  r"lost (?:his|her|their) job", r"(?:was|got|been) (?:fired|laid off|made redundant|sacked)",
+                  r"(?:got|landed|started) a (?:new )?job", r"now works?"),
+}
+# How a third person's state is told: "Vikram is a lecturer at ...", "Ray is still driving trucks".
+_THIRD_TERMS: dict[str, re.Pattern[str]] = {
+    "job": _words(r"(?:works?|working|worked) (?:as|at|for|in|on)", r"job",
+                  rf"(?:is|'s|’s|was) (?:still )?an? (?:\w+ ){{0,3}}(?:{_PROFESSIONS})",
+                  r"driv(?:es|ing) (?:\w+ )?(?:trucks?|lorr(?:y|ies)|taxis?|cabs?|buses|vans?)", r"retire[sd]?",
+                  r"retirement"),
+}
+_ELIDED = re.compile(r"^(?:just |finally |officially )?(?:[a-z]{3,}ing|[a-z]{3,}ed|got|sold|quit|left|hung|took|gave|"
+                     r"made|bought|went|broke|split|lost)\b", re.IGNORECASE)
+"""A clause that opens with its verb ("Unpacking the last boxes in Valencia", "Got my certificate") is the
+speaker's own."""
 _HEDGE = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"thinking (?:about|of)", r"considering",
                 r"plan(?:ning)? to", r"want(?:s|ed)? to", r"hope to", r"hoping to", r"could", r"should", r"wish",
                 r"someday", r"one day", r"going to", r"gonna", r"will", r"might", r"dream", r"imagine")
@@ -207,6 +285,13 @@ class Change:
     attributes: frozenset[str]
     cue: str
     objects: frozenset[str] = frozenset()
+    subject: frozenset[str] = frozenset()
+    """For another person's change: the words that name them (a name, a kin word: "ray", "mum", "patricia")."""
+    family: bool = False
+    """Whether the subject is the speaker's kin ("Mum"): then only the speaker's own messages name the same person."""
+    generic: bool = False
+    """Whether the cue is a generic one ("anymore", "instead"): the earlier statement must then be closer in meaning
+    (``GENERIC_MARGIN``)."""
 
 
 # A change that names what it changes: the verb and its object ("sold the Enfield", "left Amazon", "dropped
@@ -262,7 +347,9 @@ def _named(clause: str) -> set[str]:
 
 
 def _clauses(text: str) -> list[str]:
-    return [c.strip() for c in re.split(r"(?<=[.!?;])\s+|\s+(?:but|and then|so)\s+", text) if c.strip()]
+    # "so" joins two clauses after a comma ("A fox got both chooks, so we've got a cat"); elsewhere it is an
+    # intensifier ("was so well organised")
+    return [c.strip() for c in re.split(r"(?<=[.!?;])\s+|\s+(?:but|and then)\s+|,\s+so\s+", text) if c.strip()]
 
 
 def _opening(clause: str) -> str:
@@ -271,37 +358,106 @@ def _opening(clause: str) -> str:
                   flags=re.IGNORECASE)
 
 
+def _subject(before: str) -> tuple[frozenset[str], bool] | None:
+    """The other person a change clause opens with ("Uncle Ray ", "Mum ", "My sister Ines has "): the words that name
+    them and whether they are kin (no words: someone unnamed, "my friend"); None when the clause does not open with
+    a person."""
+    m = _SUBJECT.match(before.strip())
+    if m is None:
+        return None
+    if m.group("name") is not None:
+        name = m.group("name").removesuffix("'s").removesuffix("’s")
+        key = name.casefold()
+        if (key in _NOT_NAMES or key in _NOT_SUBJECTS or key.endswith(("ing", "ly")) or len(key) < 2
+                or _FIRST_PERSON.fullmatch(name) or _OTHERS.fullmatch(name)):
+            return None
+        kin = _KIN_WORDS.match(key) is not None and m.group("title") is None
+        return frozenset({key}), kin
+    words = {w.casefold() for w in (m.group("kin"), m.group("kname")) if w}
+    if not words:
+        return frozenset(), False  # "my friend": nobody a later message can name again
+    return frozenset(words), m.group("kname") is None
+
+
+def _cues(clause: str, third: bool) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for attr in ATTRIBUTES:
+        cue = attr.changes.search(clause)
+        if cue is None and third and attr.name in _THIRD_CHANGES:
+            cue = _THIRD_CHANGES[attr.name].search(clause)
+        if cue is not None:
+            found.append((attr.name, cue.group(0)))
+    return found
+
+
+_ADDED = re.compile(r"\b(?:as well|on the side)\b|[, ]too[.!]?$", re.IGNORECASE)
+
+
+def _same(clause: str, attributes: Sequence[str], cue_at: int) -> bool:
+    """A restatement or an addition ("still", "also", "again", "another") up to the end of the change's phrase, not
+    counting the cues' own words: "I'm eating garlic again" and "..., I'll never complain again" are changes."""
+    end = re.search(r"[,;]", clause[cue_at:])
+    phrase = clause[: cue_at + end.start()] if end is not None else clause
+    for name in attributes:
+        phrase = ATTRIBUTES_BY_NAME[name].changes.sub(" ", phrase)
+    return _SAME.search(phrase) is not None or _ADDED.search(clause) is not None
+
+
 def change_of(memory: Memory) -> Change | None:
-    """The change a raw message states about its own speaker, or None (a question, a plan or wish, a restatement,
-    an addition, a story about the past, another person's news, a negated change, no cue)."""
+    """The change a raw message states about its speaker or about another person it names first ("Uncle Ray
+    retired"), or None (a question, a plan or wish, a restatement, an addition, a story about the past, news of
+    someone unnamed, a negated change, no cue)."""
     speaker, body = speaker_and_body(memory)
     if speaker is None:
         return None
     for clause in (_opening(c) for c in _clauses(body)):
         if clause.endswith("?"):
             continue
-        found: list[tuple[str, str]] = []
-        for attr in ATTRIBUTES:
-            cue = attr.changes.search(clause)
-            if cue is not None:
-                found.append((attr.name, cue.group(0)))
+        found = _cues(clause, third=True)
         objects = _named(clause)
+        generic = None
         if not found and not objects:
-            continue
+            generic = _GENERIC_CHANGE.search(clause)
+            if generic is None:
+                continue
+            found = [(a.name, generic.group(0)) for a in ATTRIBUTES if a.terms.search(clause)]
+            if not found:
+                continue
         cues = [c for _, c in found] or [m.group(0) for m in chain(_VERB_OBJECT.finditer(clause),
                                                                    _SUBJECT_VERB.finditer(clause))]
-        cue_at = min((clause.lower().find(c.lower()) for c in cues), default=0)
-        before = clause[: max(cue_at, 0)]
-        if (_HEDGE.search(before) or _SAME.search(clause) or _PAST_STORY.search(clause) or _NEGATED.search(clause)
-                or _OTHERS.search(before)):
+        cue_at = min((at for c in cues if (at := clause.lower().find(c.lower())) >= 0), default=0)
+        before = clause[:cue_at]
+        if (_HEDGE.search(before) or _same(clause, [a for a, _ in found], cue_at) or _PAST_STORY.search(clause)
+                or _NEGATED.search(clause) or (generic is not None and _UNSETTLED.search(clause))):
             continue
-        if not _FIRST_PERSON.search(clause) and not objects and not _EVENT.search(clause):
+        subject = _subject(before) if before.strip() else None
+        if subject is not None and not _FIRST_PERSON.search(before):
+            if generic is not None or not subject[0]:
+                continue
+            return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects), subject[0],
+                          subject[1])
+        found = [(a, c) for a, c in found if a not in _THIRD_CHANGES or _THIRD_CHANGES[a].search(c) is None
+                 or ATTRIBUTES_BY_NAME[a].changes.search(c) is not None]
+        if not found and not objects:
             continue
-        return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects))
+        if _OTHERS.search(before):
+            continue
+        own = _FIRST_PERSON.search(clause) or cue_at == 0 or _ELIDED.match(clause)
+        if not own and not objects and not _EVENT.search(clause):
+            continue
+        return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects),
+                      generic=generic is not None)
     return None
 
 
+GENERIC_MARGIN = 0.15
+"""How much closer than ``min_similarity`` an earlier statement must be to be changed by a generic cue."""
 _EVENT = _words(r"wedding", r"party", r"trip", r"flight", r"ceremony", r"ceilidh", r"concert")
+ATTRIBUTES_BY_NAME = {a.name: a for a in ATTRIBUTES}
+# A one-off or a plan told with a generic cue ("I had tea instead this morning", "I'll drive instead") is no change
+# of how things are.
+_UNSETTLED = _words(r"this (?:morning|afternoon|evening)", r"tonight", r"today", r"yesterday", r"last night",
+                    r"tomorrow", r"\w+'ll", r"will", r"going to", r"gonna", r"let'?s", r"for now", r"for once")
 
 
 def _stem_at(word: str, text: str) -> int:
@@ -352,12 +508,51 @@ def states(memory: Memory, speaker: str, attributes: frozenset[str]) -> str | No
         for attr in ATTRIBUTES:
             if attr.name not in attributes or not attr.terms.search(clause):
                 continue
-            if _OTHERS.search(clause) and not _FIRST_PERSON.search(clause):
+            own = _FIRST_PERSON.search(clause) or (_GERUND.match(clause) and _FIRST_PERSON.search(body))
+            if _OTHERS.search(clause) and not own:
                 continue
-            if attr.name != "event" and not _FIRST_PERSON.search(clause):
+            if attr.name != "event" and not own:
                 continue
             if attr.name == "event" and not _DATED.search(clause):
                 continue  # an event's state is its date: "the wedding is on 14 June", not "before the wedding"
+            return attr.name
+    return None
+
+
+_GERUND = re.compile(r"^[A-Za-z]{3,}ing\b")
+"""A clause that opens with a gerund ("Renting in Bondi is daylight robbery") tells of the speaker when the message
+says "I" or "my" elsewhere."""
+
+
+def tells_of(memory: Memory, change: Change) -> str | None:
+    """Which of a third person's ``change.attributes`` an earlier raw message states about them: a clause that names
+    them ("Uncle Ray is still driving trucks", "My mum Patricia is doing chemo") and has the attribute's terms, or
+    their own first-person statement when they are a speaker of the chat ("Ana: I live in Lisbon"); None otherwise.
+    Kin ("Mum") is named again only by the same speaker."""
+    who, body = speaker_and_body(memory)
+    if who is None or not change.subject:
+        return None
+    if change.family and who.casefold() != change.speaker.casefold():
+        return None
+    if not change.family and who.casefold() in change.subject:
+        return states(memory, who, change.attributes)
+    for clause in _clauses(body):
+        if clause.endswith("?") or _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
+            continue
+        named = [m for w in change.subject for m in re.finditer(rf"\b{re.escape(w)}\b", clause, re.IGNORECASE)
+                 if change.family or m.group(0)[:1].isupper()]
+        if not named:
+            continue
+        at = min(m.start() for m in named)
+        for attr in ATTRIBUTES:
+            if attr.name not in change.attributes:
+                continue
+            third = _THIRD_TERMS.get(attr.name)
+            term = attr.terms.search(clause, at) or (third.search(clause, at) if third is not None else None)
+            if term is None or re.search(r"\b(?:i|i'?m|we|we'?re)\b", clause[at:term.start()], re.IGNORECASE):
+                continue
+            if attr.name == "event" and not _DATED.search(clause):
+                continue
             return attr.name
     return None
 
@@ -448,6 +643,14 @@ class SupersessionDetector:
                    if m.network in NETWORKS and m.cites is None and not m.superseded_by
                    and (m.mentioned_at or m.created_at) < said]
         named = [(m, w) for m in earlier if (w := names(m, change.speaker, change.objects)) is not None]
+        if change.subject and not named:  # another person's change: the closest earlier statement about them
+            for old in sorted((m for m in earlier if scored.get(m.id, -1.0) >= self.settings.min_similarity),
+                              key=lambda m: -scored[m.id]):
+                attribute = tells_of(old, change)
+                if attribute is not None:
+                    return old, {"attribute": attribute, "subject": sorted(change.subject),
+                                 "similarity": round(float(scored[old.id]), 3)}
+            return None
         if change.attributes:  # "Miguel and I broke up": of the statements about Miguel, the one about the relationship
             named = [(m, w) for m, w in named if states(m, change.speaker, change.attributes) is not None] or named
         if change.attributes == frozenset({"event"}):  # an event's state is its date: "Ella's 21st is on 9 December"
@@ -455,7 +658,8 @@ class SupersessionDetector:
         if named:
             old, word = max(named, key=lambda mw: mw[0].mentioned_at or mw[0].created_at)
             return old, {"named": word}
-        close = sorted((m for m in earlier if scored.get(m.id, -1.0) >= self.settings.min_similarity),
+        floor = self.settings.min_similarity + (GENERIC_MARGIN if change.generic else 0.0)
+        close = sorted((m for m in earlier if scored.get(m.id, -1.0) >= floor),
                        key=lambda m: -scored[m.id])
         for old in close:
             attribute = states(old, change.speaker, change.attributes)
