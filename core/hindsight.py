@@ -28,6 +28,7 @@ from .stores.process_guard import VectorIndexDamagedError
 from .text.tokens import count_tokens
 from .validation import BankId, DispositionArg, Text, public
 from .vectors.reconcile import reconcile_bank
+from .vectors.recorded import recorded_choice
 
 if TYPE_CHECKING:
     from .portability.importer import ImportReport
@@ -76,7 +77,7 @@ class Hindsight:
         """
         self.store = store
         self.index = index
-        self.embedder: Embedder = make_embedder(embedder)
+        self.embedder: Embedder = make_embedder(embedder if embedder is not None else recorded_choice(store, index))
         self.settings = settings or Settings()
         if llm is not None:  # a LangChain chat model or a LlamaIndex LLM is wrapped (duck-typed)
             from .llm.factory import make_llm
@@ -200,8 +201,10 @@ class Hindsight:
         ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``); ``embedder="mpnet"``
         selects the stronger embedder for this store (or ``HINDSIGHT_EMBEDDER=mpnet``), see the constructor.
         """
-        # Before any store opens: an unknown name or a missing package fails with nothing left to close.
-        kwargs["embedder"] = make_embedder(kwargs.get("embedder"))
+        # Before any store opens: an unknown name or a missing package fails with nothing left to close. Without a
+        # name the stores are read first: a store keeps the built-in embedder its banks were built with.
+        if kwargs.get("embedder") is not None:
+            kwargs["embedder"] = make_embedder(kwargs["embedder"])
         if isinstance(path, StoreLocation):
             where = path
             graph, vectors = graph or where.graph, vectors or where.vectors

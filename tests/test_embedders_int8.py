@@ -158,7 +158,7 @@ def test_split_embedder_refuses_two_vector_spaces() -> None:
 
 
 def test_factory_names_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("HINDSIGHT_EMBEDDER", raising=False)
+    monkeypatch.setenv("HINDSIGHT_EMBEDDER", "minilm")
     default = make_embedder()
     assert isinstance(default, SplitEmbedder)
     assert isinstance(default.documents, SentenceTransformerEmbedder)

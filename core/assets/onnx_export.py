@@ -208,7 +208,16 @@ def export_transformer_onnx(source: Path, out: Path) -> dict[str, Any]:
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             return self.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
 
-    model = AutoModel.from_pretrained(str(source), dtype=torch.float32)
+    from transformers.utils import logging as hf_logging
+
+    # The build announces itself in one line (``ensure_built_file``); transformers' loading bar is noise there.
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        model = AutoModel.from_pretrained(str(source), dtype=torch.float32)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     model.eval()
     example = (torch.ones((2, 8), dtype=torch.long), torch.ones((2, 8), dtype=torch.long))
     axes = {"batch": 0, "tokens": 1}

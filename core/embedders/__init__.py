@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..errors import EmbedderUnavailableError
 from .base import AsyncEmbedder, Embedder, QueryEmbedder, SplitEmbedder, aembed_documents, aembed_queries, embed_queries
-from .factory import DEFAULT_EMBEDDER, EMBEDDERS, ENV_EMBEDDER, make_embedder
+from .factory import DEFAULT_EMBEDDER, EMBEDDERS, ENV_EMBEDDER, FALLBACK_EMBEDDER, default_embedder, make_embedder
 from .mpnet import MPNET_DIMENSION, MPNET_NAME, MPNET_ZIP, ensure_mpnet, mpnet_embedder
 from .onnx_minilm import INT8_PIP_COMMAND, MINILM_NAME, OnnxMiniLMEmbedder, int8_available
 from .sentence_transformer import PRECISIONS, SentenceTransformerEmbedder, native_bf16
@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_EMBEDDER",
     "EMBEDDERS",
     "ENV_EMBEDDER",
+    "FALLBACK_EMBEDDER",
     "INT8_PIP_COMMAND",
     "MINILM_NAME",
     "MPNET_DIMENSION",
@@ -44,6 +45,7 @@ __all__ = [
     "SplitEmbedder",
     "aembed_documents",
     "aembed_queries",
+    "default_embedder",
     "embed_queries",
     "ensure_mpnet",
     "int8_available",

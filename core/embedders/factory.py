@@ -2,18 +2,24 @@
 
 | name | documents | queries | recorded as |
 |---|---|---|---|
-| ``minilm`` (default) | MiniLM on PyTorch (bf16 batches on native-bf16 CPUs) (*) | MiniLM int8 | ``all-MiniLM-L6-v2`` |
+| ``minilm`` | MiniLM on PyTorch (bf16 batches on native-bf16 CPUs) (*) | MiniLM int8 | ``all-MiniLM-L6-v2`` |
 | ``minilm-fp32`` | MiniLM float32 (always, whatever the CPU) | MiniLM float32 | ``all-MiniLM-L6-v2`` |
 | ``minilm-int8`` | MiniLM int8 | MiniLM int8 | ``all-MiniLM-L6-v2`` |
 | ``mpnet`` | all-mpnet-base-v2 (bf16 batches as ``minilm``) | the same | ``all-mpnet-base-v2`` |
-| ``mpnet-int8``, ``mpnet-onnx`` | mpnet ONNX, 8-bit / float32 (``onnx_mpnet``) | the same | ``all-mpnet-base-v2`` |
+| ``mpnet-int8`` (default), ``mpnet-onnx`` | mpnet ONNX, 8-bit / float32 | the same | ``all-mpnet-base-v2`` |
 
 The three MiniLM variants share one vector space (cosine 0.999 between their vectors of a text, the same
 LoCoMo recall: ``hindsight bench embedders``; bfloat16 batches are within 0.9999 of float32), so a bank built
 with any of them opens with the others; mpnet is another space (768 dimensions) and a bank records which one
 built it (``EmbedderMismatchError`` otherwise). "Native bf16" is AMX or AVX-512 BF16 (``native_bf16``).
-(*) Without the ``[st]`` extra (torch, sentence-transformers: the plain ``pip install hindsight-memory``) the
-default is ``minilm-int8``; the PyTorch embedders then raise ``EmbedderUnavailableError`` naming the extra.
+(*) Without the ``[st]`` extra (torch, sentence-transformers: the plain ``pip install hindsight-memory``)
+``minilm`` is ``minilm-int8``; the PyTorch embedders then raise ``EmbedderUnavailableError`` naming the extra.
+
+The default (no name, no ``$HINDSIGHT_EMBEDDER``) is ``mpnet-int8`` where its graph is built or can be built
+(the README's install: torch, transformers, onnx, onnx-ir and mpnet's weight packages), else ``minilm`` (the plain
+install: the graph is exported from PyTorch, issue 40's rule in docs/BENCHMARKS.md section 5). A store whose banks
+were all built with one of the built-in models keeps it when opened without a name (``default_for_recorded``), and
+says once how to switch (``hindsight reembed``).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from ..errors import EmbedderUnavailableError, InvalidInputError
 from .base import Embedder, SplitEmbedder
 from .mpnet import MPNET_NAME, mpnet_embedder
 from .onnx_minilm import INT8_PIP_COMMAND, MINILM_NAME, OnnxMiniLMEmbedder, int8_available
-from .onnx_mpnet import mpnet_int8_embedder, mpnet_onnx_embedder
+from .onnx_mpnet import mpnet_int8_available, mpnet_int8_embedder, mpnet_onnx_embedder
 from .sentence_transformer import ST_PIP_COMMAND, SentenceTransformerEmbedder, st_available
 from .spec import SPEC_FORMS, embedder_from_spec
 from .wrapped import embedder_from_object
@@ -35,10 +41,17 @@ from .wrapped import embedder_from_object
 log = logging.getLogger(__name__)
 
 ENV_EMBEDDER = "HINDSIGHT_EMBEDDER"
-"""Environment variable naming the embedder a store uses when none is given (default ``minilm``)."""
+"""Environment variable naming the embedder a store uses when none is given (default: ``default_embedder()``)."""
 
-DEFAULT_EMBEDDER = "minilm"
-"""The embedder used when none is named: fast, and the one every existing bank was built with."""
+DEFAULT_EMBEDDER = "mpnet-int8"
+"""The embedder new stores use when none is named and it can run here (``default_embedder``): the strongest one
+whose recall p50 at 10k units is <= 40 ms and raw retain >= 30 units/s on 2 cores (docs/BENCHMARKS.md section 5)."""
+
+FALLBACK_EMBEDDER = "minilm"
+"""The default where ``DEFAULT_EMBEDDER`` cannot be built (the plain install has no torch to export it)."""
+
+_RECORDED = {MINILM_NAME: "minilm", MPNET_NAME: DEFAULT_EMBEDDER}
+"""Built-in models by the name banks record, and the variant that opens them by default."""
 
 
 def _minilm() -> Embedder:
@@ -86,10 +99,49 @@ EMBEDDERS: dict[str, Callable[[], Embedder]] = {
 _ALIASES = {MINILM_NAME.lower(): "minilm", MPNET_NAME.lower(): "mpnet"}  # the names banks record
 
 
+def default_embedder() -> str:
+    """The name ``make_embedder(None)`` uses: ``$HINDSIGHT_EMBEDDER`` if set, else ``DEFAULT_EMBEDDER`` where it
+    can run (its graph cached, or the packages that build it installed), else ``FALLBACK_EMBEDDER``."""
+    named = os.environ.get(ENV_EMBEDDER, "").strip()
+    if named:
+        return named
+    return DEFAULT_EMBEDDER if mpnet_int8_available() else FALLBACK_EMBEDDER
+
+
+def default_for_recorded(recorded: set[str], *, where: str = "this store") -> str | None:
+    """The embedder a store opened without a name should use, from the names its banks record.
+
+    None (use ``default_embedder()``) when ``$HINDSIGHT_EMBEDDER`` is set, when the store has no bank yet, or when
+    its banks record more than one name or one that is not built in (opening then reports the mismatch). A store
+    built with a built-in model other than the default keeps it, and a warning names ``hindsight reembed``.
+    """
+    if os.environ.get(ENV_EMBEDDER, "").strip() or len(recorded) != 1:
+        return None
+    (name,) = recorded
+    kept = _RECORDED.get(name)
+    if kept is None:
+        return None
+    default = default_embedder()
+    if _recorded_name(default) != name:
+        log.warning("%s was built with the embedder %s and keeps it (new stores get %s: switch with "
+                    "`hindsight reembed --all --embedder %s`)", where, name, default, default)
+    return kept
+
+
+def _recorded_name(choice: str) -> str | None:
+    """The name a built-in embedder records (None for anything else)."""
+    key = _ALIASES.get(choice.lower(), choice.lower())
+    if key.startswith("minilm"):
+        return MINILM_NAME
+    if key.startswith("mpnet"):
+        return MPNET_NAME
+    return None
+
+
 def make_embedder(choice: Embedder | str | Any = None, *, name: str | None = None) -> Embedder:
-    """An embedder from a name (``minilm``, ``minilm-fp32``, ``minilm-int8``, ``mpnet``, or a recorded name such
-    as ``all-mpnet-base-v2``), a spec (``st:FOLDER``, ``st:ORG/NAME``, ``openai:URL#MODEL``, ``module:attr``, an
-    existing folder: ``spec.py``), an object, or None: ``$HINDSIGHT_EMBEDDER``, else ``minilm``.
+    """An embedder from a name (``minilm``, ``minilm-fp32``, ``minilm-int8``, ``mpnet``, ``mpnet-int8``, or a
+    recorded name such as ``all-mpnet-base-v2``), a spec (``st:FOLDER``, ``st:ORG/NAME``, ``openai:URL#MODEL``,
+    ``module:attr``, an existing folder: ``spec.py``), an object, or None: ``default_embedder()``.
 
     An object that is already an ``Embedder`` (it has ``embed``) is returned as is; a LangChain ``Embeddings`` or
     a LlamaIndex ``BaseEmbedding`` is wrapped (``wrapped.FrameworkEmbedder``, recorded as
@@ -99,11 +151,13 @@ def make_embedder(choice: Embedder | str | Any = None, *, name: str | None = Non
     """
     if choice is not None and not isinstance(choice, str):
         return embedder_from_object(choice, name=name)
-    raw = choice if choice is not None else os.environ.get(ENV_EMBEDDER, "").strip() or DEFAULT_EMBEDDER
+    raw = choice if choice is not None else default_embedder()
     key = raw.strip().lower()
     key = _ALIASES.get(key, key)
     factory = EMBEDDERS.get(key)
     if factory is not None:
+        if choice is None and key == DEFAULT_EMBEDDER and not os.environ.get(ENV_EMBEDDER, "").strip():
+            return _default_or_fallback(factory)
         return factory()
     made = embedder_from_spec(raw.strip(), name=name)
     if made is None:
@@ -113,4 +167,15 @@ def make_embedder(choice: Embedder | str | Any = None, *, name: str | None = Non
     return made
 
 
-__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "ENV_EMBEDDER", "EmbedderUnavailableError", "make_embedder"]
+def _default_or_fallback(factory: Callable[[], Embedder]) -> Embedder:
+    """The default embedder, or (its one-time build failed here) the fallback with a warning, never a traceback."""
+    try:
+        return factory()
+    except EmbedderUnavailableError as exc:
+        log.warning("the default embedder %s cannot be built here (%s); using %s", DEFAULT_EMBEDDER, exc,
+                    FALLBACK_EMBEDDER)
+        return EMBEDDERS[FALLBACK_EMBEDDER]()
+
+
+__all__ = ["DEFAULT_EMBEDDER", "EMBEDDERS", "ENV_EMBEDDER", "FALLBACK_EMBEDDER", "EmbedderUnavailableError",
+           "default_embedder", "default_for_recorded", "make_embedder"]

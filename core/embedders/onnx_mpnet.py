@@ -15,16 +15,18 @@ with the others.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import os
 from pathlib import Path
 from typing import Any
 
+from ..assets.chunks import default_cache_dir
 from ..assets.onnx_export import EXPORT_PACKAGES, ONNX_VARIANTS, ensure_transformer_onnx
 from ..errors import EmbedderUnavailableError
 from .mpnet import MPNET_DIMENSION, MPNET_NAME, MPNET_ZIP, ensure_mpnet
 from .onnx_base import OnnxEncoderEmbedder
-from .sentence_transformer import ST_PIP_COMMAND
+from .sentence_transformer import ST_PIP_COMMAND, st_available
 
 MPNET_MAX_TOKENS = 384
 """all-mpnet-base-v2's ``max_seq_length`` (``sentence_bert_config.json``)."""
@@ -110,6 +112,28 @@ class OnnxMpnetEmbedder(OnnxEncoderEmbedder):
         """Build or check the cached graph and folder now (so a missing package is reported when a store opens)."""
         _ = self.model_path, self.tokenizer_path
         return self
+
+
+def mpnet_int8_available(cache_dir: str | os.PathLike[str] | None = None) -> bool:
+    """Whether ``mpnet-int8`` can run here without a download: its graph is in the cache, or onnxruntime, the
+    packages that build it once and mpnet's weight packages (or its unpacked folder) are installed. Cheap: nothing
+    is imported or read but the cache's file names and the installed distributions."""
+    if not st_available(("onnxruntime", "tokenizers")):
+        return False
+    cache = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir()
+    folder = (cache / MPNET_NAME / "tokenizer.json").is_file()
+    if folder and (cache / f"{MPNET_NAME}.int8.onnx").is_file():
+        return True
+    if not st_available(_export_modules("int8")):  # found, not imported; a refusing import hook counts as absent
+        return False
+    if folder:
+        return True
+    try:
+        for package in MPNET_ZIP.packages:
+            importlib.metadata.distribution(package)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
 
 
 def mpnet_int8_embedder() -> OnnxMpnetEmbedder:
