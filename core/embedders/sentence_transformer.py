@@ -158,7 +158,9 @@ class SentenceTransformerEmbedder:
     def dimension(self) -> int:
         """Vector size (read from the model when not the default)."""
         if self._dimension is None:
-            self._dimension = int(self.model.get_sentence_embedding_dimension())
+            model = self.model  # sentence-transformers 5.x renamed the method (the old name warns)
+            read = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            self._dimension = int(read())
         return self._dimension
 
     @property
