@@ -55,7 +55,9 @@ def test_a_change_of_the_speakers_own_situation_is_found(text: str, attribute: s
 ])
 def test_look_alikes_state_no_change_of_home_job_or_vehicle(text: str) -> None:
     change = change_of(said(text))
-    assert change is None or not change.attributes & {"home", "job", "vehicle", "habit", "pet"}, change
+    # another person's news is theirs (``subject``): it never changes the speaker's own statements
+    assert change is None or change.subject or not change.attributes & {"home", "job", "vehicle", "habit", "pet"}, \
+        change
 
 
 def test_the_earlier_statement_is_the_speakers_own_state_of_the_attribute() -> None:
@@ -127,3 +129,109 @@ def test_a_question_about_a_past_time_keeps_a_corrected_plan_first() -> None:
     tells = speaks_of(december)
     assert tells(plan, kerala)       # the newer tells of December too: it corrects the plan
     assert not tells(plan, porto)    # the newer tells of another time: the older stays first for December
+
+
+# Issue 37, the second round of rules: another person's change, finished studies, a sport given up, a pet taken,
+# a bare "I quit", generic cues, a clause that opens with its verb.
+
+@pytest.mark.parametrize(("text", "attribute", "subject"), [
+    ("Jordan: Uncle Ray retired in January! He already reorganised his garage twice.", "job", {"ray"}),
+    ("Meera: Vikram was made head of the mechanical department, so now he's mostly in meetings.", "job", {"vikram"}),
+    ("Grace: Mum finished her last round of chemo and the scan is all clear!", "health", {"mum"}),
+    ("Bruno: My sister Rita graduated in July, she's an architect now.", "school", {"sister", "rita"}),
+    ("Ana: Tomás quit his job at the bank, he's sailing now.", "job", {"tomás"}),
+    ("Ines: Hugo and his girlfriend broke up last month.", "partner", {"hugo"}),
+])
+def test_another_persons_change_names_them(text: str, attribute: str, subject: set[str]) -> None:
+    change = change_of(said(text))
+    assert change is not None and attribute in change.attributes and change.subject == frozenset(subject), change
+
+
+@pytest.mark.parametrize("text", [
+    "Ana: Does anyone know a good dentist? Mine retired.",        # nobody named: "mine"
+    "Rui: My friend moved to Munich, I'll miss her.",             # an unnamed friend: nothing to link
+    "Tasha: Dan's parents got a second dog, a corgi named Pickle.",  # an addition, and a possessive
+    "Ana: Did Tomás quit his job?",                               # a question
+    "Ana: If Tomás quit his job he'd go sailing.",                # a hypothetical
+    "Ana: Tomás might quit his job next year.",                   # a plan
+])
+def test_news_that_names_nobody_or_is_not_a_change_has_no_subject(text: str) -> None:
+    change = change_of(said(text))
+    assert change is None or not change.subject, change
+
+
+def test_another_persons_earlier_state_is_the_statement_that_names_them() -> None:
+    from hindsight_core.retain.supersede import tells_of
+
+    ray = change_of(said("Jordan: Uncle Ray retired in January!"))
+    assert ray is not None
+    assert tells_of(said("Tasha: Uncle Ray is still driving trucks, he says three more years."), ray) == "job"
+    assert tells_of(said("Tasha: Ray loves his garden."), ray) is None                 # no job stated
+    assert tells_of(said("Tasha: I work at the depot with Ray's son."), ray) is None  # the speaker's job
+    assert tells_of(said("Tasha: Will Ray ever retire?"), ray) is None                # a question
+    mum = change_of(said("Grace: Mum finished her last round of chemo!"))
+    assert mum is not None and mum.family
+    assert tells_of(said("Grace: My mum Patricia is doing chemo every three weeks."), mum) == "health"
+    assert tells_of(said("Chloe: My mum is doing chemo too."), mum) is None  # another speaker's mum
+    # A speaker of the chat named by another: their own first-person statement.
+    ana = change_of(said("Bruno: Ana moved to Porto last month!"))
+    assert ana is not None and ana.subject == frozenset({"ana"})
+    assert tells_of(said("Ana: I live in Lisbon, near the river."), ana) == "home"
+
+
+@pytest.mark.parametrize(("text", "attribute"), [
+    ("Grace: Being a chartered accountant at last means I can finally say no to night classes.", "school"),
+    ("Zoe: Got my certificate in the mail and framed it next to the coffee machine.", "school"),
+    ("Sam: Passed my finals, no more library all-nighters.", "school"),
+    ("Olu: Hung up my boots, my knees said no more. I referee the juniors on Sundays instead.", "sport"),
+    ("Dev: Stopped playing cricket after the shoulder op.", "sport"),
+    ("Mia: A fox got both chooks, so we've got a cat now, a rescue called Toast.", "pet"),
+    ("Jo: Our cat Biscuit went missing in March, we've stopped hoping.", "pet"),
+    ("Lucía: I quit completely, not even on weekends anymore.", "habit"),
+    ("Marcus: Since starting the physiotherapy I haven't needed a single painkiller.", "health"),
+    ("Marta: The doctor said I can stop the low-FODMAP diet, I'm eating garlic again, life is good.", "diet"),
+    ("Pablo: Unpacking the last boxes in Valencia, the balcony gets sun all afternoon.", "home"),
+    ("Jordan: Moving to Denver was the best call, I'll never complain again.", "home"),
+    ("Arjun: Onboarding week at Flipkart was so well organised, they gave us a hamper.", "job"),
+])
+def test_a_change_said_in_a_chats_own_words_is_found(text: str, attribute: str) -> None:
+    change = change_of(said(text))
+    assert change is not None and attribute in change.attributes and not change.subject, change
+
+
+@pytest.mark.parametrize(("text", "attribute"), [
+    ("Sam: I don't eat meat anymore.", "diet"),
+    ("Fiona: I walk the hills on Sundays instead of the swimming.", "habit"),
+    ("Jo: I cycle to work these days.", "habit"),
+])
+def test_a_generic_cue_changes_the_attribute_its_clause_speaks_of(text: str, attribute: str) -> None:
+    change = change_of(said(text))
+    assert change is not None and attribute in change.attributes and change.generic, change
+
+
+@pytest.mark.parametrize("text", [
+    "Ana: I'll drive instead, the train is on strike.",            # a plan
+    "Ana: I had tea instead of coffee this morning.",             # a one-off
+    "Ana: Maybe I'll stop eating meat one day.",                   # a wish
+    "Ana: Do you still play football?",                            # a question
+    "Ana: I'm thinking about quitting, the hours are awful.",      # an intention
+    "Ana: When I was a kid I played football every day.",          # a story about the past
+    "Ana: I've also started tutoring two kids on Saturdays.",     # an addition
+    "Ana: I got another certificate, a first-aid one, too.",      # an addition
+    "Ana: I ran away from the meeting, it was awful.",             # not a pet
+    "Ana: The neighbours' dog went missing, poor thing.",         # not the speaker's pet, nobody named
+    "Ana: I didn't quit, I just took a week off.",                 # a denial
+    "Ana: Living in Lisbon, still.",                               # a restatement
+])
+def test_look_alikes_of_the_new_rules_state_no_change_of_the_speaker(text: str) -> None:
+    change = change_of(said(text))
+    assert change is None or change.subject or not change.attributes, change
+
+
+def test_the_earlier_state_is_found_in_a_clause_that_opens_with_a_gerund_or_a_stay() -> None:
+    home = frozenset({"home"})
+    assert states(said("Liam: Renting in Bondi is daylight robbery but I love the beach."), "Liam", home) == "home"
+    assert states(said("Jordan: Three years in Capitol Hill and I still have no raincoat."), "Jordan", home) == "home"
+    assert states(said("Liam: Renting in Bondi must be awful."), "Liam", home) is None  # nothing says it is his
+    school = frozenset({"school"})
+    assert states(said("Pablo: I'm in the third year of medicine at the Complutense."), "Pablo", school) == "school"

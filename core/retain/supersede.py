@@ -212,6 +212,7 @@ _SUBJECT = re.compile(
     rf"^(?:(?:my|our)\s+(?:(?:older|younger|big|little|baby|best|old|eldest|oldest|youngest|dear)\s+)?"
     rf"(?:(?P<kin>{_KIN})|(?:{_KNOWN}))(?:,?\s+(?P<kname>(?-i:[A-Z])[\w'-]+))?"
     rf"|(?:(?P<title>{_TITLES})\.?\s+)?(?P<name>(?-i:[A-Z])[\w'-]+))"
+    r"(?:\s+and\s+(?:his|her|their)\s+(?:\w+\s+)?\w+)?"
     r"\s*,?\s*(?:(?:has|had|have|'s|’s|is|was|were|just|finally|officially|actually|recently|got|been|also|now)\s+)*$",
     re.IGNORECASE)
 _NOT_SUBJECTS = frozenset({
@@ -431,7 +432,7 @@ def change_of(memory: Memory) -> Change | None:
                 or _NEGATED.search(clause) or (generic is not None and _UNSETTLED.search(clause))):
             continue
         subject = _subject(before) if before.strip() else None
-        if subject is not None and not _FIRST_PERSON.search(before):
+        if subject is not None:
             if generic is not None or not subject[0]:
                 continue
             return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects), subject[0],
