@@ -164,3 +164,21 @@ def test_the_command_prints_json_for_one_conversation(tmp_path: Path, capsys: py
     assert json.loads((tmp_path / "out" / "updates.json").read_text())["conversations"] == [cid]
     assert "current outranks" in (tmp_path / "out" / "updates.md").read_text()
     assert main(["updates", "--split", "dev", "--conversations", cid]) == 2  # a test conversation is not in dev
+
+
+def test_the_misses_name_each_failed_case_with_its_messages() -> None:
+    from hindsight_bench.updates import UpdateSet, format_misses
+
+    conv = {"conversation": "c", "split": "dev", "sessions": [{"session": 1, "date": "2024-01-01T00:00:00+00:00",
+            "messages": [{"id": "D1:1", "speaker": "Ana", "text": "I live in Lisbon."},
+                         {"id": "D2:1", "speaker": "Ana", "text": "We moved to Porto."}]}]}
+    case = {"case": "u", "conversation": "c", "kind": "update", "attribute": "home", "original": "D1:1",
+            "later": "D2:1"}
+    data = UpdateSet({}, {"c": conv}, [case])
+    row = {"case": "u", "kind": "update", "original_rank": 1, "later_rank": 2, "current_outranks": False,
+           "past_found": True}
+    result = {"paths": {"raw": {"conversations": [{"conversation": "c", "cases": [row], "updates_found": [],
+              "supersessions": [{"old": "a", "new": "b", "correct": False}]}]}}}
+    text = format_misses(result, data)
+    assert "WRONG [c] 'a' -> 'b'" in text and "not found, outranked" in text and "Ana: We moved to Porto." in text
+    assert "past missed" not in text

@@ -332,6 +332,31 @@ def format_updates(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def format_misses(result: dict[str, Any], data: UpdateSet, path: str = "raw") -> str:
+    """What to read when tuning (on dev): every wrong supersession, and every case that failed a share (an update not
+    found, a current or look-alike original outranked, a past question that missed the original), with the two
+    messages' text. A CLI flag may print it; ``cmd_updates`` does not."""
+    text = {(cid, m["id"]): f"{m['speaker']}: {m['text']}" for cid, conv in data.conversations.items()
+            for s in conv["sessions"] for m in s["messages"]}
+    cases = {(c["conversation"], c["case"]): c for c in data.cases}
+    lines: list[str] = []
+    for conv in result["paths"][path]["conversations"]:
+        cid = conv["conversation"]
+        lines += [f"WRONG [{cid}] {s['old']!r} -> {s['new']!r}" for s in conv["supersessions"] if not s["correct"]]
+        for row in conv["cases"]:
+            case = cases[(cid, row["case"])]
+            why = [w for w, failed in (
+                ("not found", case["kind"] == "update" and row["case"] not in conv["updates_found"]),
+                ("outranked", row.get("current_outranks") is False), ("past missed", row.get("past_found") is False),
+            ) if failed]
+            if why:
+                lines += [f"MISS [{cid} {row['case']}] {case['kind']} {case['attribute']}: {', '.join(why)} "
+                          f"(ranks: original {row['original_rank']}, later {row['later_rank']})",
+                          f"  original: {text.get((cid, case['original']), '?')}",
+                          f"  later:    {text.get((cid, case['later']), '?')}"]
+    return "\n".join(lines)
+
+
 def cmd_updates(args: Any) -> dict[str, Any] | None:
     """``updates``: the labelled update set on the raw path (and ``--default``); prints a table, or JSON."""
     from .commands import BenchError, stderr_print
