@@ -141,7 +141,7 @@ def ensure_built_file(
         cache.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise error(f"cannot create model cache folder {cache}: {exc}") from exc
-    say = announce or _stderr
+    say = announce or _OneLine()
     target = cache / spec.file_name
     with exclusive(cache / (spec.file_name + ".lock")):
         if _check_cached(target, spec):
@@ -161,20 +161,32 @@ def ensure_built_file(
             digest = sha256_file(made)
             os.replace(made, target)  # atomic: readers never see a half-written file
         except HindsightError:
+            say("failed")
             raise
         except Exception as exc:  # third-party export code: any failure is reported as the build's
+            say("failed")
             raise error(f"could not build {spec.describe} {spec.file_name}: {type(exc).__name__}: {exc}") from exc
         finally:
             shutil.rmtree(work, ignore_errors=True)
         seconds = time.perf_counter() - started
         _write_record(target, {**_state(target), "sha256": digest, "identity": dict(spec.identity),
                                **dict(spec.info), **dict(extra), "build_seconds": round(seconds, 1)})
-        say(f"hindsight: built {spec.file_name} in {seconds:.0f} s")
+        say(f"built in {seconds:.0f} s")
         return target
 
 
-def _stderr(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+class _OneLine:
+    """The default announcement: one line on stderr, its start when the build begins and its end when it ends."""
+
+    def __init__(self) -> None:
+        self.open = False
+
+    def __call__(self, text: str) -> None:
+        if self.open:
+            print(f" {text}", file=sys.stderr, flush=True)
+        else:
+            print(text, end="", file=sys.stderr, flush=True)
+        self.open = not self.open
 
 
 def exporter_versions() -> dict[str, str]:
