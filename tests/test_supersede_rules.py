@@ -160,6 +160,11 @@ def test_news_that_names_nobody_or_is_not_a_change_has_no_subject(text: str) -> 
     assert change is None or not change.subject, change
 
 
+def test_a_death_in_the_family_is_no_pet_change() -> None:
+    change = change_of(said("Deborah: Sorry to tell you this but my dad passed away two days ago."))
+    assert change is None or "pet" not in change.attributes, change
+
+
 def test_another_persons_earlier_state_is_the_statement_that_names_them() -> None:
     from hindsight_core.retain.supersede import tells_of
 
@@ -222,6 +227,11 @@ def test_a_generic_cue_changes_the_attribute_its_clause_speaks_of(text: str, att
     "Ana: The neighbours' dog went missing, poor thing.",         # not the speaker's pet, nobody named
     "Ana: I didn't quit, I just took a week off.",                 # a denial
     "Ana: Living in Lisbon, still.",                               # a restatement
+    # found in LoCoMo's chats: a generic cue as a figure of speech, an attempt, a general remark
+    "Tim: I had a tough exam. But instead of giving up, I studied hard.",
+    "John: I messed up during a big game. Instead of getting stuck, I worked hard to get better.",
+    "Sam: Trying to eat healthier these days.",
+    "Sam: Dealing with a new car breaking down is such a hassle.",
 ])
 def test_look_alikes_of_the_new_rules_state_no_change_of_the_speaker(text: str) -> None:
     change = change_of(said(text))

@@ -197,7 +197,7 @@ ATTRIBUTES: tuple[Attribute, ...] = (
 # A change said without a verb of the lexicon: "not even on weekends anymore", "I cycle to work instead", "since
 # starting physio I haven't ...". It changes the attributes whose terms the same clause has.
 _GENERIC_CHANGE = re.compile(
-    r"\b(?:no longer|anymore|any more|instead|these days|nowadays)\b|"
+    r"\b(?:no longer|anymore|any more|these days|nowadays)\b|(?<![.!?] )(?<!^)\binstead\b(?! of \w+ing)|"
     r"\bsince (?:starting|switching|moving|quitting|i (?:started|switched|moved|quit|began))\b.{0,60}?"
     r"\b(?:i|we) (?:haven'?t|have not|no longer|don'?t|do not|hardly|rarely|only)\b", re.IGNORECASE)
 
@@ -234,10 +234,11 @@ _THIRD_TERMS: dict[str, re.Pattern[str]] = {
                   r"driv(?:es|ing) (?:\w+ )?(?:trucks?|lorr(?:y|ies)|taxis?|cabs?|buses|vans?)", r"retire[sd]?",
                   r"retirement"),
 }
-_ELIDED = re.compile(r"^(?:just |finally |officially )?(?:[a-z]{3,}ing|[a-z]{3,}ed|got|sold|quit|left|hung|took|gave|"
+_ELIDED = re.compile(r"^(?:just |finally |officially )?(?:[a-z]{3,}ed|got|sold|quit|left|hung|took|gave|"
                      r"made|bought|went|broke|split|lost)\b", re.IGNORECASE)
-"""A clause that opens with its verb ("Unpacking the last boxes in Valencia", "Got my certificate") is the
-speaker's own."""
+"""A clause that opens with its verb in the past ("Got my certificate", "Sold the Vespa") is the speaker's own; one
+that opens with a gerund only when the gerund is the cue ("Unpacking the last boxes in Valencia"), never a general
+remark ("Dealing with a new car breaking down is such a hassle")."""
 _HEDGE = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"thinking (?:about|of)", r"considering",
                 r"plan(?:ning)? to", r"want(?:s|ed)? to", r"hope to", r"hoping to", r"could", r"should", r"wish",
                 r"someday", r"one day", r"going to", r"gonna", r"will", r"might", r"dream", r"imagine")
@@ -435,6 +436,10 @@ def change_of(memory: Memory) -> Change | None:
         if subject is not None:
             if generic is not None or not subject[0]:
                 continue
+            if subject[1]:  # kin are no pets: "my dad passed away"
+                found = [(a, c) for a, c in found if a != "pet"]
+                if not found:
+                    continue
             return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects), subject[0],
                           subject[1])
         found = [(a, c) for a, c in found if a not in _THIRD_CHANGES or _THIRD_CHANGES[a].search(c) is None
@@ -458,7 +463,8 @@ ATTRIBUTES_BY_NAME = {a.name: a for a in ATTRIBUTES}
 # A one-off or a plan told with a generic cue ("I had tea instead this morning", "I'll drive instead") is no change
 # of how things are.
 _UNSETTLED = _words(r"this (?:morning|afternoon|evening)", r"tonight", r"today", r"yesterday", r"last night",
-                    r"tomorrow", r"\w+'ll", r"will", r"going to", r"gonna", r"let'?s", r"for now", r"for once")
+                    r"tomorrow", r"\w+'ll", r"will", r"going to", r"gonna", r"let'?s", r"for now", r"for once",
+                    r"trying(?: to| out)?", r"try to")
 
 
 def _stem_at(word: str, text: str) -> int:
