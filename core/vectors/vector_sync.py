@@ -146,6 +146,12 @@ class VectorSync:
             vectors = np.asarray(self.embedder.embed(stored_embedding_texts(self.store, bank_id, chunk, with_time,
                                                                             reply)))
             self.index.upsert(bank_id, [u.id for u in chunk], vectors, [vector_metadata(u) for u in chunk])
+        if units:
+            # A forget that deleted one of these units while it was being embedded may have removed its vector
+            # before the upsert above wrote it back: read the graph again after writing, so whichever of the two
+            # finishes last deletes it (a forget committed after this read removes the vector itself).
+            still = self.store.units_exist(bank_id, list(present))
+            gone += [i for i in present if i not in still]
         if gone:
             self.index.delete(bank_id, gone)
         self.store.clear_vector_marks(bank_id, ids)
