@@ -54,6 +54,10 @@ def keyword(
     return [(i, score) for i, score in hits if score > MIN_KEYWORD_SCORE]
 
 
+WINDOW_LIMIT = 10_000
+"""Most units of a time window the temporal channel ranks (the most recent ones of a wider window)."""
+
+
 def temporal(
     index: VectorIndex,
     bank_id: str,
@@ -64,11 +68,15 @@ def temporal(
     time_range: TimeRange | None,
     store: RecallStore | None = None,
     exact_limit: int = 600,
+    window_limit: int = WINDOW_LIMIT,
 ) -> list[tuple[str, float]]:
     """Units whose occurrence overlaps the query's time constraint, ranked by semantic similarity.
 
-    A caller's explicit ``time_range`` narrows the constraint further. With ``store``, a window holding at
-    most ``exact_limit`` units is ranked exactly over their stored vectors instead of by a filtered index query.
+    A caller's explicit ``time_range`` narrows the constraint further. With ``store``, the units in the window
+    are listed by the store's time index and the vector query is restricted to them: a window of at most
+    ``exact_limit`` units is ranked exactly over their stored vectors, a wider one by an id-restricted index
+    query. A window of more than ``window_limit`` units is capped to its ``window_limit`` most recent ones (the
+    ranking then covers the latest part of a very wide window, e.g. "before 2030" in a bank of decades).
     """
     window = constraint
     if time_range is not None:
@@ -78,19 +86,24 @@ def temporal(
             return []
         window = TimeRange(start=start, end=end)
     if store is not None and exact_limit > 0:
-        # Chroma's metadata filter costs about as much as scanning the whole bank (15 ms at 10k units, 290 ms
-        # at 100k); a window of a few hundred units is ranked exactly and far faster by brute force over its
-        # vectors. Wider windows keep the filtered index query.
-        inside = store.temporal_search(bank_id, window, exact_limit + 1, networks=networks)
-        if len(inside) <= exact_limit:
-            vectors = index.get_embeddings(bank_id, [i for i, _ in inside])
+        # Chroma's metadata filter costs about as much as scanning the whole bank (15 ms at 10k units, 150-350 ms
+        # at 100k): the window's units come from the store's time index instead, and only their vectors are
+        # compared with the query.
+        listing = getattr(store, "temporal_ids", None)
+        cap = max(window_limit, exact_limit)
+        ids = (listing(bank_id, window, cap, networks=networks, ordered=False) if listing is not None
+               else [i for i, _ in store.temporal_search(bank_id, window, cap, networks=networks)])
+        if len(ids) <= exact_limit:
+            vectors = index.get_embeddings(bank_id, ids)
             if not vectors:
                 return []
-            ids = sorted(vectors)  # a fixed order: equal similarities are ranked by id
-            sims = np.stack([vectors[i] for i in ids]) @ np.asarray(query_vector, dtype=np.float32)
+            ranked = sorted(vectors)  # a fixed order: equal similarities are ranked by id
+            sims = np.stack([vectors[i] for i in ranked]) @ np.asarray(query_vector, dtype=np.float32)
             top = np.argsort(-sims, kind="stable")[:k]
-            return [(ids[j], float(sims[j])) for j in top]
-    hits = index.query(bank_id, query_vector, k, VectorFilter.of(networks, window))
+            return [(ranked[j], float(sims[j])) for j in top]
+        hits = index.query(bank_id, query_vector, k, VectorFilter.of(None, None, ids=ids))
+    else:
+        hits = index.query(bank_id, query_vector, k, VectorFilter.of(networks, window))
     if store is None or not hits:
         return hits
     # Only the index path can return a vector whose unit is gone (a forget not yet synced): drop those.

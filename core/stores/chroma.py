@@ -48,6 +48,11 @@ matched the exact one at 98.7-99.0% on a LoCoMo bank (a rank-9 hit went missing)
 0.2 points from the exact embedded one at R@2000tok; at 200, 99.97%, at 400 100%."""
 
 
+ID_QUERY_MIN = 1000
+"""An id-restricted query over more ids than this is Chroma's own (``query(ids=...)``); fewer are read back and
+ranked here (Chroma's get costs about 45 us an id, its id-restricted query about 10-40 ms whatever the count)."""
+
+
 def collection_name(bank_id: str) -> str:
     """A Chroma-safe collection name for any bank id (names are restricted; bank ids are not): the bank's base
     collection. After a re-embed the bank's vectors live in another one, recorded by ``chroma_generations``."""
@@ -332,6 +337,18 @@ class ChromaVectorIndex:
             cached = self._cached(bank_id)
             if cached is not None:
                 return cached.search(np.asarray(embedding, dtype=np.float32).reshape(1, -1), k, where, ids)[0]
+            if ids is not None and len(ids) > ID_QUERY_MIN:
+                # Many ids (a wide time window): Chroma ranks them itself, restricted to those ids (a year of a
+                # 100k-unit bank, 5k ids: about 10 ms, against 230 ms to read their vectors back here). It fails
+                # on an id it does not hold (a vector not written yet): then they are read back as below.
+                try:
+                    res = self._collection(bank_id).query(
+                        query_embeddings=np.asarray(embedding, dtype=np.float32).reshape(1, -1),
+                        n_results=min(k, len(ids)), ids=ids, where=where, include=["distances"])
+                    return _ranked(res["ids"][0] if res["ids"] else [],
+                                   res["distances"][0] if res["distances"] else [])
+                except Exception as exc:  # chromadb raises its InternalError for a missing id
+                    log.debug("id-restricted query of bank %s failed (%s): ranking its vectors here", bank_id, exc)
             if ids is not None:
                 # Chroma's query fails on an id it does not hold: the few chosen vectors are ranked here instead.
                 got = self._collection(bank_id).get(ids=ids, where=where, include=["embeddings"])

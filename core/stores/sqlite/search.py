@@ -4,6 +4,7 @@ index."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -24,6 +25,10 @@ def fts_query(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+LONGEST_TTL = 30.0
+"""Seconds a bank's longest occurrence interval is reused by ``temporal_search`` without a write to the bank."""
 
 
 class SQLiteSearch(SQLiteConnection):
@@ -212,15 +217,78 @@ class SQLiteSearch(SQLiteConnection):
     def temporal_search(
         self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None
     ) -> list[tuple[str, datetime | None]]:
-        """Units whose occurrence interval overlaps ``time_range``, most recent first."""
-        extra, args = self._filters(networks, time_range)
-        rows = self._con().execute(
-            f"SELECT u.id, coalesce(u.occurred_start, u.mentioned_at) AS t FROM units u WHERE u.bank_id = ?{extra} "
-            "ORDER BY t DESC LIMIT ?",
-            [bank_id, *args, limit],
-        ).fetchall()
-        return [(r[0], _dt(r[1])) for r in rows]
+        """Units whose occurrence interval overlaps ``time_range``, most recent first (see ``temporal_ids``)."""
+        return [(i, _dt(t)) for i, t in self._temporal_rows(bank_id, time_range, limit, networks)]
 
+    def temporal_ids(
+        self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None = None,
+        *, ordered: bool = True,
+    ) -> list[str]:
+        """``temporal_search``'s ids alone (no timestamps made: 20k of them cost several ms).
+
+        Units whose occurrence interval overlaps ``time_range``, most recent first (equal times by id); with
+        ``ordered=False`` in no particular order, unless there are more than ``limit`` (then the ``limit`` most
+        recent, ordered): a caller that wants the whole window skips the sort.
+        Read through the (bank, occurrence start) index: a unit overlapping the range starts at most the bank's
+        longest occurrence interval before it (``_longest_occurrence``), so only that stretch of the index is
+        read, not the whole bank (a month's window of a 100k-unit bank: 40 ms -> about 1 ms). Units without an
+        occurrence time are matched on when they were said, as before.
+        """
+        if not ordered:
+            rows = self._temporal_rows(bank_id, time_range, limit + 1, networks, ordered=False)
+            if len(rows) <= limit:
+                return [i for i, _ in rows]
+        return [i for i, _ in self._temporal_rows(bank_id, time_range, limit, networks)]
+
+    def _temporal_rows(
+        self, bank_id: str, time_range: TimeRange, limit: int, networks: Sequence[Network] | None,
+        ordered: bool = True,
+    ) -> list[tuple[str, float]]:
+        start, end = _ts(time_range.start), _ts(time_range.end)
+        nets, net_args = "", list[Any]()
+        if networks:
+            nets = f" AND network IN ({','.join('?' * len(networks))})"
+            net_args = [Network(n).value for n in networks]
+        con = self._con()
+        timed, timed_args = "occurred_start IS NOT NULL", list[Any]()
+        if end is not None:
+            timed += " AND occurred_start <= ?"
+            timed_args.append(end)
+        if start is not None:
+            timed += " AND occurred_start >= ? AND coalesce(occurred_end, occurred_start) >= ?"
+            timed_args += [start - self._longest_occurrence(con, bank_id), start]
+        untimed, untimed_args = "occurred_start IS NULL", list[Any]()
+        if end is not None:
+            untimed += " AND mentioned_at <= ?"
+            untimed_args.append(end)
+        if start is not None:
+            untimed += " AND coalesce(occurred_end, mentioned_at) >= ?"
+            untimed_args.append(start)
+        rows = con.execute(
+            f"SELECT id, t FROM (SELECT id, occurred_start AS t FROM units WHERE bank_id = ? AND {timed}{nets} "
+            f"UNION ALL SELECT id, mentioned_at AS t FROM units WHERE bank_id = ? AND {untimed}{nets}) "
+            + ("ORDER BY t DESC, id " if ordered else "") + "LIMIT ?",
+            [bank_id, *timed_args, *net_args, bank_id, *untimed_args, *net_args, limit],
+        ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def _longest_occurrence(self, con: sqlite3.Connection, bank_id: str) -> float:
+        """The bank's longest occurrence interval in seconds (0 when none), kept until the bank's unit count or
+        the file's last unit changes, or ``LONGEST_TTL`` seconds pass (an edited interval shows by then)."""
+        key = (con.execute("SELECT units FROM keyword_totals WHERE bank_id = ?", (bank_id,)).fetchone(),
+               con.execute("SELECT max(seq) FROM units").fetchone())
+        cache: dict[str, tuple[Any, float, float]] = self.__dict__.setdefault("_longest_cache", {})
+        now = time.monotonic()
+        hit = cache.get(bank_id)
+        if hit is not None and hit[0] == key and now - hit[1] < LONGEST_TTL:
+            return hit[2]
+        longest = con.execute(
+            "SELECT max(coalesce(occurred_end, occurred_start) - occurred_start) FROM units "
+            "WHERE bank_id = ? AND occurred_start IS NOT NULL", (bank_id,),
+        ).fetchone()[0]
+        value = max(0.0, float(longest or 0.0))
+        cache[bank_id] = (key, now, value)
+        return value
 
 def _at_least(shares: Sequence[float]) -> list[float]:
     """For independent words found in the given shares of rows: ``out[n]`` is the expected share of rows holding
