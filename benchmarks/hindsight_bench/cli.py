@@ -136,6 +136,14 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="bank sizes, comma- or space-separated (default 1000,10000,100000)")
     p.add_argument("--queries", type=positive_int, default=200, help="queries timed per bank (default 200)")
     p.add_argument("--budget", type=positive_int, default=1000, help="recall budget in tokens (default 1000)")
+    p.add_argument("--embedder", help="embedder by name (default: $HINDSIGHT_EMBEDDER, else the library's); a bank "
+                                      "kept in --workdir must be reopened with the embedder that built it")
+    p.add_argument("--batch", type=positive_int, default=500, help="units per retain call (default 500)")
+    p.add_argument("--fresh", action="store_true",
+                   help="with --workdir: build every bank afresh (by default a kept bank is reused, and an "
+                        "interrupted ingest continues where it stopped)")
+    p.add_argument("--ingest-only", action="store_true",
+                   help="build (or continue building) the banks and stop: no recall timings")
     _backend_option(p)
     _out_options(p, "scale")
     p.set_defaults(func=cmd_scale)

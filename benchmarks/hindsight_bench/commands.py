@@ -83,8 +83,11 @@ def cmd_scale(args: argparse.Namespace) -> dict[str, Any] | None:
     results = {}
     for name, factory in _backends(args).items():
         workdir = Path(args.workdir) / name if args.workdir else None
-        results[name] = run_scale(sizes, queries=args.queries, budget=args.budget, open_hindsight=factory,
-                                  backend=name, workdir=workdir, progress=args.progress, log=_log(args))
+        if args.embedder:
+            factory = _with_embedder(factory, args.embedder)
+        results[name] = run_scale(sizes, queries=args.queries, budget=args.budget, batch=args.batch,
+                                  open_hindsight=factory, backend=name, workdir=workdir, resume=not args.fresh,
+                                  ingest_only=args.ingest_only, progress=args.progress, log=_log(args))
     result = results if len(results) > 1 else next(iter(results.values()))
     _report_written(args, write_scale(args.out, result))
     return result if args.json else None

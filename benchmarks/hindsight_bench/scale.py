@@ -9,6 +9,8 @@ store folder so disk use is per bank; everything is measured in one process so t
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import shutil
 import tempfile
@@ -110,6 +112,86 @@ def folder_bytes(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+BUILD_FILE = "build.json"
+
+
+def _read_build(folder: Path) -> dict[str, Any]:
+    path = folder / BUILD_FILE
+    if not path.exists():
+        return {"units_done": 0, "seconds": 0.0, "runs": []}
+    return dict(json.loads(path.read_text()))
+
+
+def ingest(
+    hs: Any, bank_id: str, size: int, *, batch: int = 500, folder: Path | None = None, desc: str = "retain",
+    progress: bool = True, log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Retain the first ``size`` synthetic units into ``bank_id`` in batches (document ``batch-<i>``), resuming
+    where an earlier, interrupted ingest into the same store stopped.
+
+    The units are deterministic, so the bank's unit count says how far an earlier run got: batches are retained
+    in order, each as one document, so the first ``count // batch`` batches are whole. The last of them is
+    retained again (its document is replaced, so a batch that reached one store and not the other is made
+    whole), then the rest. Progress is shown per unit; ``folder/build.json`` records each run's units and
+    seconds. Returns ``retain_seconds`` and ``retain_units_per_s`` for the units retained in this call (absent
+    when the bank was already complete), ``resumed_from`` (units already in the bank), and the whole build's
+    ``build_units_per_s`` from ``build.json``."""
+    from tqdm import tqdm
+
+    have = hs.store.count_units(bank_id)
+    start = 0 if have == 0 else max(0, min(have, size) // batch * batch - batch)
+    if have >= size and start + batch >= size:
+        start = size  # complete: nothing to redo
+    out: dict[str, Any] = {"resumed_from": have}
+    build = _read_build(folder) if folder is not None else None
+    if start < size:
+        if have:
+            log(f"{bank_id}: {have} units already in the bank; continuing from unit {start}")
+        bank = hs.bank(bank_id)
+        gen = synthetic_units(size)
+        for _ in range(start):  # the generator is deterministic: skip what earlier runs retained
+            next(gen)
+        bar = tqdm(total=size, initial=start, desc=desc, unit="unit", disable=not progress, smoothing=0.05)
+        t = time.perf_counter()
+        done = start
+        try:
+            while done < size:
+                chunk = [{"text": text, "timestamp": when} for text, when in
+                         (next(gen) for _ in range(min(batch, size - done)))]
+                bank.retain(chunk, document_id=f"batch-{done}", extract=False, background=False)
+                done += len(chunk)
+                bar.update(len(chunk))
+                if folder is not None and build is not None:  # after each batch, so a kill loses no record
+                    _write_build(folder, build, done, time.perf_counter() - t, start)
+        finally:
+            bar.close()
+        seconds = time.perf_counter() - t
+        out["retain_seconds"] = seconds
+        out["retain_units_per_s"] = (size - start) / seconds if seconds > 0 else None
+    if build is not None and folder is not None:
+        build = _read_build(folder)
+        if build["seconds"] > 0:
+            out["build_units_per_s"] = build.get("units_retained", build["units_done"]) / build["seconds"]
+        out["build"] = build
+    return out
+
+
+def _write_build(folder: Path, build: dict[str, Any], done: int, seconds: float, start: int) -> None:
+    """Record this run (which started at unit ``start``) as having reached ``done`` units in ``seconds``;
+    ``units_retained``/``seconds`` sum over the runs, so their ratio is the whole build's units/s."""
+    key = (start, os.getpid())
+    runs = [r for r in build["runs"] if (r["start"], r["pid"]) != key]
+    runs.append({"start": start, "done": done, "seconds": round(seconds, 3), "pid": os.getpid(),
+                 "at": datetime.now(UTC).isoformat(timespec="seconds")})
+    build["runs"] = runs
+    build["units_done"] = done
+    build["units_retained"] = sum(r["done"] - r["start"] for r in runs)
+    build["seconds"] = round(sum(r["seconds"] for r in runs), 3)
+    tmp = folder / (BUILD_FILE + ".tmp")
+    tmp.write_text(json.dumps(build, indent=1))
+    tmp.replace(folder / BUILD_FILE)
+
+
 def _rss_mb() -> float | None:
     try:
         import psutil
@@ -127,12 +209,20 @@ def run_scale(
     open_hindsight: OpenHindsight = open_embedded,
     backend: str = "embedded",
     workdir: str | Path | None = None,
+    resume: bool = True,
+    ingest_only: bool = False,
     progress: bool = True,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Build a bank per size (each in its own folder), then measure: retain throughput; recall latency in
     total and per stage/channel (from the trace); a bare Chroma query (embed + nearest neighbours, the
-    semantic channel's k) as the floor; RSS; disk per unit; time to reopen and the first recall after it."""
+    semantic channel's k) as the floor; RSS; disk per unit; time to reopen and the first recall after it.
+
+    With a ``workdir``, each size's folder is kept: a later run with the same ``workdir`` continues an
+    interrupted ingest where it stopped and reuses a finished bank without retaining again (``resume=False``
+    starts each bank afresh). Retain throughput is then that of the units retained in this run (and of the
+    whole build, summed over its runs, from ``build.json`` in the folder). ``ingest_only`` builds the banks and
+    stops there (no timings but the ingest's)."""
     from tqdm import tqdm
 
     tmp = tempfile.TemporaryDirectory(prefix="hindsight-scale-") if workdir is None else None
@@ -143,23 +233,21 @@ def run_scale(
     try:
         for size in sizes:
             folder = root / f"size-{size}"
-            if folder.exists():
+            if tmp is None and not resume and folder.exists():
                 shutil.rmtree(folder)
-            folder.mkdir(parents=True)
+            folder.mkdir(parents=True, exist_ok=True)
             bank_id = f"scale-{size}"
             entry: dict[str, Any] = {"units": size, "rss_mb_start": _rss_mb()}
             with open_hindsight(folder) as hs:
                 bank = hs.bank(bank_id)
-                units = list(synthetic_units(size))
-                t = time.perf_counter()
-                for i in tqdm(range(0, size, batch), desc=f"retain {size} [{backend}]", unit="batch",
-                              disable=not progress):
-                    chunk = units[i : i + batch]
-                    bank.retain([{"text": text, "timestamp": when} for text, when in chunk],
-                                document_id=f"batch-{i}", extract=False, background=False)
-                retain_s = time.perf_counter() - t
-                entry["retain_seconds"] = retain_s
-                entry["retain_units_per_s"] = size / retain_s
+                entry.update(ingest(hs, bank_id, size, batch=batch, folder=folder, desc=f"retain {size} [{backend}]",
+                                    progress=progress, log=log))
+                if ingest_only:
+                    entry["units_in_bank"] = hs.store.count_units(bank_id)
+                    entry["disk_bytes"] = folder_bytes(folder)
+                    results["sizes"][str(size)] = entry
+                    continue
+                units = list(synthetic_units(min(size, 2000)))
                 # The same process's embedder alone on (up to 2,000 of) the same texts, in retain's batches:
                 # retain is embedding-bound, so this baseline tells a slow machine from a slow pipeline.
                 sample = [timed_text(text, when) for text, when in units[: min(size, 2000)]]
@@ -167,7 +255,8 @@ def run_scale(
                 for j in range(0, len(sample), batch):
                     hs.embedder.embed(sample[j : j + batch])
                 entry["embed_only_units_per_s"] = len(sample) / (time.perf_counter() - t)
-                entry["retain_vs_embed_only"] = entry["retain_units_per_s"] / entry["embed_only_units_per_s"]
+                if entry.get("retain_units_per_s"):
+                    entry["retain_vs_embed_only"] = entry["retain_units_per_s"] / entry["embed_only_units_per_s"]
                 entry["rss_mb_after_retain"] = _rss_mb()
                 for q in qs[:5]:  # warm caches and lazy loads before timing
                     bank.recall(q, budget=budget)
@@ -214,6 +303,10 @@ def run_scale(
     finally:
         if tmp is not None:
             tmp.cleanup()
+    if ingest_only:
+        for size, e in results["sizes"].items():
+            log(f"{size}: {e['units_in_bank']} units in the bank, build {e.get('build_units_per_s') or 0:.1f} units/s")
+        return results
     log(format_scale(results))
     return results
 
@@ -228,7 +321,9 @@ def format_scale(results: Mapping[str, Any]) -> str:
              f"recall budget {results['budget']} tokens, no reranker", ""]
     rows = []
     for size, e in results["sizes"].items():
-        rows.append([size, e["retain_units_per_s"], e.get("embed_only_units_per_s"),
+        # A bank reused from an earlier run (kept workdir) shows its whole build's units/s.
+        retain = e.get("retain_units_per_s") or e.get("build_units_per_s")
+        rows.append([size, retain, e.get("embed_only_units_per_s"),
                      f"{e['retain_vs_embed_only']:.2f}" if e.get("retain_vs_embed_only") else None,
                      e["recall_ms"]["median"], e["recall_ms"]["p95"],
                      e["bare_chroma_query_ms"]["median"], e["bare_chroma_query_ms"]["p95"],
@@ -256,6 +351,8 @@ def write_scale(out_dir: str | Path, result: Mapping[str, Any]) -> list[Path]:
     out = Path(out_dir)
     if "benchmark" not in result:
         return [p for name, run in result.items() for p in write_scale(out / name, run)]
+    if not all("recall_ms" in e for e in result["sizes"].values()):  # --ingest-only: nothing timed to tabulate
+        return [write_json(out / "scale.json", result)]
     paths = [write_json(out / "scale.json", result),
              write_text(out / "scale.md", "# Scale\n\n" + format_scale(result)
                         + "\n\nPlots: scale_latency.png, scale_stages.png\n")]
