@@ -154,6 +154,7 @@ def test_another_persons_change_names_them(text: str, attribute: str, subject: s
     "Ana: Did Tomás quit his job?",                               # a question
     "Ana: If Tomás quit his job he'd go sailing.",                # a hypothetical
     "Ana: Tomás might quit his job next year.",                   # a plan
+    "Andrew: Haven't specifically gone out for it, but I hike.",  # a contraction is no name
 ])
 def test_news_that_names_nobody_or_is_not_a_change_has_no_subject(text: str) -> None:
     change = change_of(said(text))

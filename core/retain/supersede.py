@@ -370,7 +370,7 @@ def _subject(before: str) -> tuple[frozenset[str], bool] | None:
     if m.group("name") is not None:
         name = m.group("name").removesuffix("'s").removesuffix("’s")
         key = name.casefold()
-        if (key in _NOT_NAMES or key in _NOT_SUBJECTS or key.endswith(("ing", "ly")) or len(key) < 2
+        if (key in _NOT_NAMES or key in _NOT_SUBJECTS or key.endswith(("ing", "ly")) or len(key) < 2 or "'" in key
                 or _FIRST_PERSON.fullmatch(name) or _OTHERS.fullmatch(name)):
             return None
         kin = _KIN_WORDS.match(key) is not None and m.group("title") is None
