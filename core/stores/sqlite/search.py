@@ -127,9 +127,10 @@ class SQLiteSearch(SQLiteConnection):
         more of the m words are split by the rarest word they hold, one FTS5 query each (``w_i AND (w_i+1 OR
         ...) NOT w_1 ... NOT w_i-1``): each word occurs once in each query, and a word under NOT is absent from
         the rows returned, so FTS5's ``bm25()`` there is exactly the OR query's. Each query's top ``limit``
-        merged give the top of those rows with their exact scores. A row holding one word only is left out:
-        the price of not scoring every match (measured on a 100k-unit bank: the same top 100 as scoring all
-        for 200 of 200 queries, ``tests/test_recall_topk_keyword.py``).
+        merged give the top of those rows with their exact scores. A row holding one word only scores at most
+        ``idf * (k1 + 1)``: a rare word's (at most ``keyword_exact_rows`` rows) that could still rank are ranked
+        too; a common word's are left out, the price of not scoring every match (on a 100k-unit bank: the same
+        top 100 as scoring every match for 200 of 200 queries; ``tests/test_recall_topk_keyword.py``).
         """
         terms = query_terms(query)
         if len(terms) < 2 or units < self.keyword_exact_rows:
