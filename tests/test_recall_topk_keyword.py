@@ -4,12 +4,15 @@ every match with FTS5's ``bm25()`` (the plain OR query), on a real bank of synth
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hindsight_bench.scale import synthetic_queries, synthetic_units
 from hindsight_core import Hindsight
+from hindsight_core.models import Network, TimeRange
 from hindsight_core.stores.sqlite.search import SQLiteSearch, _at_least
 
 UNITS = 3000
@@ -28,12 +31,12 @@ def bank_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hindsight]:
         yield hs
 
 
-def _every_match(store: SQLiteSearch, query: str, k: int) -> list[tuple[str, float]]:
+def _every_match(store: SQLiteSearch, query: str, k: int, **filters: Any) -> list[tuple[str, float]]:
     """The keyword search as it was: FTS5 scores every matched row."""
     saved = store.keyword_exact_rows
     store.keyword_exact_rows = 10**12  # the top-k path steps aside
     try:
-        return store.keyword_search(BANK, query, k)
+        return store.keyword_search(BANK, query, k, **filters)
     finally:
         store.keyword_exact_rows = saved
 
@@ -66,6 +69,27 @@ def test_the_top_k_equals_scoring_every_match(bank_store: Hindsight) -> None:
     # the same top 100 for all 200 (work/scale_doc.md).
     assert same >= 0.95 * used, f"{same} of {used} rankings identical"
     assert sum(overlaps) / len(overlaps) >= 0.98 and min(overlaps) >= 0.4
+
+
+def test_the_top_k_with_filters_scores_only_the_rows_that_pass(bank_store: Hindsight) -> None:
+    store = bank_store.store
+    assert isinstance(store, SQLiteSearch)
+    units = list(synthetic_units(UNITS))
+    window = TimeRange(start=units[600][1], end=units[2400][1] + timedelta(seconds=1))
+    store.keyword_exact_rows = 300
+    same = total = 0
+    try:
+        for query in synthetic_queries(60):
+            for filters in ({"time_range": window}, {"networks": [Network.WORLD], "time_range": window}):
+                want = _every_match(store, query, 30, **filters)
+                got = store.keyword_search(BANK, query, 30, **filters)
+                plain = dict(_every_match(store, query, 10**6, **filters))
+                assert all(i in plain and score == pytest.approx(plain[i], abs=1e-5) for i, score in got)
+                total += 1
+                same += [i for i, _ in got] == [i for i, _ in want]
+    finally:
+        store.keyword_exact_rows = SQLiteSearch.keyword_exact_rows
+    assert same >= 0.9 * total, f"{same} of {total} rankings identical"
 
 
 def test_the_top_k_steps_aside_for_one_word_and_small_banks(bank_store: Hindsight) -> None:
