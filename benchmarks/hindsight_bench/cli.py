@@ -105,8 +105,9 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--configs", type=name_list,
                    help="comma-separated configurations (default: full, no-semantic, no-keyword, no-graph, "
                         "no-temporal, semantic-only, keyword-only)")
-    p.add_argument("--embedder", help="embedder by name (minilm, minilm-fp32, minilm-int8, mpnet; default: "
-                                      "$HINDSIGHT_EMBEDDER, else minilm)")
+    p.add_argument("--embedder", help="embedder by name (minilm, minilm-fp32, minilm-int8, mpnet, mpnet-int8; "
+                                      "default: $HINDSIGHT_EMBEDDER, else the library's: mpnet-int8 where it can "
+                                      "be built)")
     p.add_argument("--reuse", action="store_true",
                    help="with --workdir: keep a conversation's bank from an earlier run when every session of it was "
                         "retained (ablations on a slow embedder without retaining again)")
@@ -166,8 +167,9 @@ def _add_recall_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="passage sizes compared by --part passage-size (default 600,1200,2400)")
     p.add_argument("--chars", type=positive_int, default=150_000,
                    help="length of the labelled text of --part passage-size (default 150000)")
-    p.add_argument("--embedder", help="embedder by name (minilm, minilm-fp32, minilm-int8, mpnet; default: "
-                                      "$HINDSIGHT_EMBEDDER, else minilm)")
+    p.add_argument("--embedder", help="embedder by name (minilm, minilm-fp32, minilm-int8, mpnet, mpnet-int8; "
+                                      "default: $HINDSIGHT_EMBEDDER, else the library's: mpnet-int8 where it can "
+                                      "be built)")
     p.add_argument("--split", choices=("dev", "test", "all"), default="all",
                    help="labelled questions scored (default all: each half; sizes are chosen on dev)")
     _backend_option(p)
@@ -341,6 +343,9 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--default", action="store_true",
                    help="also the default path (extract=True: the local model unless HINDSIGHT_LLM_BASE_URL; slow)")
     p.add_argument("--workdir", help="keep the banks here (default: a temporary directory)")
+    p.add_argument("--show-misses", action="store_true",
+                   help="also print every wrong supersession and failed case with its two messages (read on dev only: "
+                        "the test half is the headline)")
     p.add_argument("--out", help="also write updates.json and updates.md in this folder")
     p.set_defaults(func=cmd_updates)
 

@@ -335,7 +335,7 @@ def format_updates(result: dict[str, Any]) -> str:
 def format_misses(result: dict[str, Any], data: UpdateSet, path: str = "raw") -> str:
     """What to read when tuning (on dev): every wrong supersession, and every case that failed a share (an update not
     found, a current or look-alike original outranked, a past question that missed the original), with the two
-    messages' text. A CLI flag may print it; ``cmd_updates`` does not."""
+    messages' text (``hindsight bench updates --show-misses``)."""
     text = {(cid, m["id"]): f"{m['speaker']}: {m['text']}" for cid, conv in data.conversations.items()
             for s in conv["sessions"] for m in s["messages"]}
     cases = {(c["conversation"], c["case"]): c for c in data.cases}
@@ -379,4 +379,8 @@ def cmd_updates(args: Any) -> dict[str, Any] | None:
     if args.json:
         return result
     print(table)
+    if getattr(args, "show_misses", False):
+        chosen = load(data).select(args.split, args.conversations)
+        for path in result["paths"]:
+            print(f"\nmisses, {path} path:\n" + (format_misses(result, chosen, path) or "(none)"))
     return None
