@@ -321,8 +321,11 @@ def format_scale(results: Mapping[str, Any]) -> str:
              f"recall budget {results['budget']} tokens, no reranker", ""]
     rows = []
     for size, e in results["sizes"].items():
-        # A bank reused from an earlier run (kept workdir) shows its whole build's units/s.
-        retain = e.get("retain_units_per_s") or e.get("build_units_per_s")
+        # A bank reused from an earlier run (kept workdir) shows its whole build's units/s, marked as such: that
+        # build may have run on another host spell, or with another embedder before a re-embed.
+        retain: Any = e.get("retain_units_per_s")
+        if not retain and e.get("build_units_per_s"):
+            retain = f"{e['build_units_per_s']:.1f} (earlier build)"
         rows.append([size, retain, e.get("embed_only_units_per_s"),
                      f"{e['retain_vs_embed_only']:.2f}" if e.get("retain_vs_embed_only") else None,
                      e["recall_ms"]["median"], e["recall_ms"]["p95"],
