@@ -63,14 +63,17 @@ class Hindsight:
     ) -> None:
         """Run over open stores; ``Hindsight.open`` opens them from paths or URLs and is the usual way in.
 
-        ``embedder`` is an ``Embedder`` or a name: ``"minilm"`` (the default: all-MiniLM-L6-v2, documents in
-        float32, queries with its int8 ONNX twin), ``"minilm-fp32"``, ``"minilm-int8"`` or ``"mpnet"``
-        (all-mpnet-base-v2: stronger, several times the embedding cost; assembled into the cache on first use).
+        ``embedder`` is an ``Embedder`` or a name: ``"mpnet-int8"`` (the default where its ONNX graph is built or
+        can be built: all-mpnet-base-v2 with 8-bit weights on onnxruntime), ``"minilm"`` (all-MiniLM-L6-v2,
+        documents in float32, queries with its int8 ONNX twin: the plain install's default), ``"minilm-fp32"``,
+        ``"minilm-int8"`` or ``"mpnet"`` (all-mpnet-base-v2 on PyTorch; assembled into the cache on first use).
         It may also be any embedding model you bring (docs/MODELS.md): a LangChain ``Embeddings``, a LlamaIndex
         ``BaseEmbedding``, ``"st:FOLDER"`` (a sentence-transformers model on this machine), ``"openai:URL#MODEL"``
         (an OpenAI-compatible endpoint) or ``"module:attr"``; ``llm`` likewise takes a LangChain chat model or a
-        LlamaIndex LLM. None takes ``$HINDSIGHT_EMBEDDER``, else ``"minilm"``. Each bank records the embedder that
-        built it and refuses to open with another (``EmbedderMismatchError``); the MiniLM variants are one vector space.
+        LlamaIndex LLM. None takes ``$HINDSIGHT_EMBEDDER``, else the built-in model the store's banks recorded
+        (a store keeps its embedder; a warning names ``hindsight reembed``), else the default. Each bank records the
+        embedder that built it and refuses to open with another (``EmbedderMismatchError``); the MiniLM variants are
+        one vector space.
         ``llm`` serves extraction, reflect and background work (default: the environment's endpoint or the
         bundled local model, loaded on first use); ``extractor`` replaces the LLM extractor used by
         ``retain(extract=True)`` (any ``Extractor``; e.g. an ``LLMExtractor`` with other tunables).
@@ -198,8 +201,8 @@ class Hindsight:
         and ``vectors="env"`` the Chroma server from ``CHROMA_HOST``/``CHROMA_PORT``. An unreachable server or
         rejected credentials raise ``StoreError`` naming what was tried.
         Other keyword arguments go to the constructor (``embedder``, ``llm``, ``extractor``, ``settings``,
-        ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``); ``embedder="mpnet"``
-        selects the stronger embedder for this store (or ``HINDSIGHT_EMBEDDER=mpnet``), see the constructor.
+        ``reranker``, ``token_counter``, ``reconcile``, ``start_worker``, ``recover``); ``embedder="minilm"``
+        selects the faster embedder for this store (or ``HINDSIGHT_EMBEDDER=minilm``), see the constructor.
         """
         # Before any store opens: an unknown name or a missing package fails with nothing left to close. Without a
         # name the stores are read first: a store keeps the built-in embedder its banks were built with.

@@ -7,12 +7,8 @@ and a store of MiniLM banks opened the usual way keeps MiniLM rather than failin
 
 from __future__ import annotations
 
-import logging
-
 from ..embedders.factory import default_for_recorded
 from ..stores.base import GraphStore, VectorIndex
-
-log = logging.getLogger(__name__)
 
 
 def recorded_embedders(store: GraphStore, index: VectorIndex) -> set[str]:
