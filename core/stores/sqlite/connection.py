@@ -3,14 +3,44 @@ transactions and read snapshots; opening a file sets up (or upgrades) its schema
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ...errors import StoreError
 from .schema import _SCHEMA, SCHEMA_VERSION, _backfill, _migrate, _stored_version
+
+C = TypeVar("C", bound=type)
+
+
+def serialized_in_memory(cls: C) -> C:
+    """Class decorator: on an in-memory store every public method runs under the store's re-entrant lock, one
+    thread at a time (a file store is untouched: WAL and the busy timeout let its connections wait for each
+    other)."""
+
+    def wrap(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+            lock = getattr(self, "_serial", None)
+            if lock is None:
+                return fn(self, *args, **kwargs)
+            with lock:
+                return fn(self, *args, **kwargs)
+
+        return wrapper
+
+    members: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # as ``translate_errors`` collects them: the most derived wins
+        members.update(vars(klass))
+    for name, member in members.items():
+        if name.startswith("_") or not callable(member) or isinstance(member, staticmethod | classmethod | type):
+            continue
+        setattr(cls, name, wrap(member))
+    return cls
 
 
 class SQLiteConnection:
@@ -24,9 +54,13 @@ class SQLiteConnection:
         self._connections: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._memory_anchor: sqlite3.Connection | None = None
+        self._serial: threading.RLock | None = None
         if self.path == ":memory:":
-            # A shared-cache in-memory database lets every thread's connection see the same data.
+            # A shared-cache in-memory database lets every thread's connection see the same data. Its table locks
+            # fail at once ("database table is locked": the busy timeout does not apply to them), so the store's
+            # calls take turns (``serialized_in_memory``).
             self.path = f"file:hindsight-{id(self)}?mode=memory&cache=shared"
+            self._serial = threading.RLock()
             self._memory_anchor = self._connect()
         else:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -51,6 +85,8 @@ class SQLiteConnection:
         con.row_factory = sqlite3.Row
         if not self.path.startswith("file:"):
             con.execute("PRAGMA journal_mode=WAL")
+        else:  # a reader does not lock the shared cache's tables (results read lazily by an iterator, say)
+            con.execute("PRAGMA read_uncommitted=1")
         con.execute(f"PRAGMA synchronous={self._synchronous}")
         con.execute("PRAGMA foreign_keys=ON")
         con.execute("PRAGMA busy_timeout=30000")

@@ -8,6 +8,7 @@ import sqlite3
 from ..base import translate_errors
 from .audit import SQLiteAudit
 from .banks import SQLiteBanks
+from .connection import serialized_in_memory
 from .documents import SQLiteDocuments
 from .entities import SQLiteEntities
 from .integrity import SQLiteIntegrity
@@ -19,6 +20,7 @@ from .vector_marks import SQLiteVectorMarks
 
 
 # UnicodeError: a string the caller did not clean (a lone surrogate) cannot be bound as UTF-8.
+@serialized_in_memory
 @translate_errors((sqlite3.Error, UnicodeError), lambda self: f"SQLite graph store at {self.path}")
 class SQLiteGraphStore(
     SQLiteBanks, SQLiteDocuments, SQLiteUnits, SQLiteOpinions, SQLiteEntities, SQLiteSearch, SQLiteJobQueue,
