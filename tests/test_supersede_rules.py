@@ -246,3 +246,52 @@ def test_the_earlier_state_is_found_in_a_clause_that_opens_with_a_gerund_or_a_st
     assert states(said("Liam: Renting in Bondi must be awful."), "Liam", home) is None  # nothing says it is his
     school = frozenset({"school"})
     assert states(said("Pablo: I'm in the third year of medicine at the Complutense."), "Pablo", school) == "school"
+
+
+# Real chat (realtalk_dev and LoCoMo's dev half, retained raw): every one of these made a supersession that hid a
+# true message, because "left", "stopped", "quit" and "gone" have other senses and the word after them is often no
+# thing named before.
+@pytest.mark.parametrize("text", [
+    "Paola: One project that left a lasting impact on me was volunteering at a local homeless shelter.",
+    "Paola: Other books that left a lasting impression on me, I recently read Educated by Tara Westover.",
+    "Nicolas: Lol how do you try to flirt with someone then quit a job cause u dont got rizz",
+    "Nicolas: Realistically you shouldnt quit though so I would ask for the raise first.",
+    "Nicolas: Nah you got rid of a toxic relationship they didnt value you for your actual work",
+    "Nicolas: Theyll realize once youre gone",
+    "Nebraas: Like at this point we are too far gone to fix anything",
+    "Vanessa: I upped and left to start focusing on myself more",
+    "Akib: I watched a pretty big portion of the game but I stopped watching towards the end.",
+    "Akib: I left my phone running over night on that video Playlist so now I'm almost at 0 charge",
+    "Akib: I've been busy but not like head down ignore everything else busy, left playing catchup.",
+    "Akib: You said it wasn't great so I assumed you stopped reading it",
+    "Akib: We stopped and got some food at a local diner near the trek",
+    "Vanessa: I stopped going after i started my training so it was a sad period of time",
+    "John: Took a trip to a new place - it's been amazing. Love the energy there.",
+    "Tim: Joined a travel club and, like I said, working on studies.",
+])
+def test_real_chat_look_alikes_name_nothing_earlier(text: str) -> None:
+    change = change_of(said(text))
+    assert change is None or (not change.objects and not change.attributes & {"home", "team", "job"}), change
+
+
+def test_real_chat_changes_still_name_what_changed() -> None:
+    ducks = change_of(said("Fahim Khan: I stopped reading ducks newburyport, not worth the time investment imo"))
+    assert ducks is not None and "ducks" in ducks.objects
+    assert "surfing" in (change_of(said("Liam: No more surfing for me since the move.")) or ducks).objects
+    assert "journalism" in (change_of(said("Lucía: I left journalism. I'm a press officer now.")) or ducks).objects
+    assert "band" in (change_of(said("Rob: I left the band in March.")) or ducks).objects
+    vietnamese = change_of(said("Jack: I've switched to learning Vietnamese, her family speak it at home."))
+    assert vietnamese is not None and "language" in vietnamese.attributes
+    rowing = change_of(said("Pablo: I've joined a rowing club on the river."))
+    assert rowing is not None and "club" in rowing.attributes
+
+
+def test_a_mention_of_work_or_home_states_no_job_or_home() -> None:
+    busy = said("John: Hey Maria, I've been busy with work and family, but last week I had an incident on my way home.")
+    assert states(busy, "John", frozenset({"job", "home"})) is None
+    assert states(said("John: Having a strong team is key - it's like a family away from home."), "John",
+                  frozenset({"home"})) is None
+    assert states(said("John: I work at a bank downtown."), "John", frozenset({"job"})) == "job"
+    assert states(said("Tim: I play padel three times a week at the club in Retiro."), "Tim",
+                  frozenset({"club"})) == "club"
+    assert states(said("Tim: I'm working on a Harry Potter fan project."), "Tim", frozenset({"club"})) is None

@@ -53,18 +53,25 @@ _PROFESSIONS = (r"teacher|nurse|postman|postwoman|engineer|developer|programmer|
                 r"lecturer|professor|tester|hygienist|surgeon|therapist|carer|caregiver|cleaner|builder|farmer|miner")
 _PETS = (r"cats?|dogs?|pupp(?:y|ies)|kittens?|pets?|hamsters?|rabbits?|parrots?|(?:gold)?fish|turtles?|chooks?|"
          r"chickens?|hens?")
+_LANGUAGES = (r"spanish|french|german|japanese|italian|chinese|mandarin|cantonese|korean|portuguese|vietnamese|thai|"
+              r"arabic|hindi|urdu|bengali|tamil|russian|ukrainian|polish|czech|dutch|swedish|norwegian|danish|finnish|"
+              r"greek|turkish|hebrew|indonesian|malay|tagalog|swahili|gaelic|welsh|irish|catalan|basque|latin")
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _DATED = re.compile(rf"\b(?:{_DATE_WORDS}|tomorrow|tonight|week|month|year)", re.IGNORECASE)
 
 
 ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("home",
-              _words(r"live[sd]?", r"living", r"apartment", r"flat", r"house", r"home", r"neighbou?rhood",
+              # bare "home" is a direction or a feeling ("on my way home", "a family away from home")
+              _words(r"live[sd]?", r"living", r"apartment", r"flat", r"house", r"(?:my|our|new) home",
+                     r"home (?:is|in)", r"neighbou?rhood",
                      r"rent(?:ing)?", r"place",
                      # "three years in Capitol Hill": how long one has lived somewhere
                      r"(?:\w+ )?(?:years?|months?) (?:in|living in) (?-i:[A-Z])\w*"),
               # "moved to Porto", never "moved the christening to March" (an event) or "moved to 9 September"
               _words(rf"moved (?:to|into|in|out|away|back|house)(?! (?:{_DATE_WORDS}))", r"relocated",
+                     # never a place visited: "took a trip to a new place"
+                     r"(?<!to a )(?<!visit a )(?<!visited a )(?<!explore a )(?<!exploring a )"
                      r"new (?:place|apartment|flat|house|home)", r"settled in", r"shifted to", r"moved in",
                      r"bought (?:a|our|my) (?:first )?(?:house|flat|apartment|home)",
                      r"unpacking (?:the )?(?:last )?boxes",
@@ -74,7 +81,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"(?:moving|relocating|the move) (?:back )?to (?-i:[A-Z])\w+(?: \w+)? (?:was|has been)")),
     Attribute("job",
               # the speaker's own work: "I work at", "my job", "working as" (not "that's what worked for my gran")
-              _words(r"(?:i|i'?m|i'?ve been|we) (?:\w+ ){0,2}(?:work(?:s|ed|ing)?|employed|hired)",
+              # "I've been busy with work" names no job: the verb, not the noun after a preposition
+              _words(r"(?:i|i'?m|i'?ve been|we) (?:\w+ ){0,2}(?<!with )(?<!from )(?<!at )(?<!of )(?<!after )"
+                     r"(?<!before )(?:work(?:s|ed|ing)?|employed|hired)",
                      r"my (?:\w+ )?(?:job|position|career|shifts?|boss|profession)", r"work(?:ing)? (?:as|at|for)",
                      rf"(?:i'?m|i am|being) an? (?:\w+ ){{0,3}}(?:{_PROFESSIONS})", rf"(?:{_PROFESSIONS}) life",
                      r"has me on"),
@@ -121,7 +130,12 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("team",
               _words(r"support(?:er)?", r"fan", r"root(?:ing)? for", r"team", r"club"),
               _words(r"switched (?:teams|allegiance)", r"now (?:support|root for)", r"no longer support",
-                     r"(?:not|no longer) a \w+ fan", r"joined (?:a|the) (?:\w+ ){0,2}(?:club|team|league)")),
+                     r"(?:not|no longer) a \w+ fan")),
+    # the club one plays at: joining another replaces it ("joined a rowing club" after "padel at the club"), but
+    # only a statement about a club, never one about being a fan ("a Harry Potter fan project")
+    Attribute("club",
+              _words(r"club", r"team", r"league", r"squad"),
+              _words(r"joined (?:a|the) (?:\w+ ){0,2}(?:club|team|league|squad)")),
     Attribute("sport",
               _words(r"football", r"soccer", r"rugby", r"cricket", r"basketball", r"netball", r"hockey", r"tennis",
                      r"padel", r"squash", r"volleyball", r"baseball", r"league", r"play (?:centre|center|striker|"
@@ -188,10 +202,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               _words(r"changed my (?:name|surname)", r"now go by", r"call me \w+ now", r"took (?:his|her) name",
                      r"go by \w+ now")),
     Attribute("language",
-              _words(r"learning", r"spanish", r"french", r"german", r"japanese", r"italian", r"chinese", r"mandarin",
-                     r"korean", r"portuguese", r"lessons"),
-              _words(r"switched to (?:learning )?(?:spanish|french|german|japanese|italian|chinese|mandarin|korean|"
-                     r"portuguese)", r"now learning")),
+              _words(r"learning", _LANGUAGES, r"lessons"),
+              _words(rf"switched to (?:learning )?(?:{_LANGUAGES})", r"switched to learning", r"now learning")),
 )
 
 # A change said without a verb of the lexicon: "not even on weekends anymore", "I cycle to work instead", "since
@@ -302,13 +314,33 @@ class Change:
 _OBJECT_CUES = (r"left|quit|dropped|ditched|cancell?ed|sold|traded(?: in)?|replaced|swapped|gave up(?: on)?|"
                 r"stopped|got rid of|postponed|rescheduled|switched(?: from)?|moved (?:out of|away from)|"
                 r"hung up|retired from|bye bye|goodbye to|no more")
+# The object is a thing named before, so no indefinite article ("left a lasting impression", "quit a job"); a
+# second word belongs to it only when capitalised ("the Royal Enfield", not "left playing catchup"); a gerund
+# after the verb is the activity given up ("stopped reading Ducks"), whose own object follows it.
 _VERB_OBJECT = re.compile(
-    rf"\b(?:{_OBJECT_CUES})\s+(?:(?:the|my|our|his|her|their|old|that|this|a|an|on|from|out|of|with)\s+)*"
-    r"([A-Za-zÀ-ÿ][\w'-]*(?:\s+[A-Z][\w'-]*)?)", re.IGNORECASE)
+    rf"\b(?P<cue>{_OBJECT_CUES})\s+(?:(?P<ger>[a-z]+ing)\s+)?"
+    r"(?:(?:the|my|our|his|her|their|old|that|this|on|from|out|of|with)\s+)*"
+    r"(?P<obj>[A-Za-zÀ-ÿ][\w'-]*(?:\s+(?-i:[A-Z])[\w'-]*)?)", re.IGNORECASE)
+# "gone" only with its auxiliary ("the Defender is gone", never "too far gone", "once you're gone")
 _SUBJECT_VERB = re.compile(
-    r"\b([A-Za-zÀ-ÿ][\w'-]*)(?:\s+and\s+I)?(?:'s|\s+is|\s+has|\s+have|\s+was|\s+got)?\s+"
+    r"\b([A-Za-zÀ-ÿ][\w'-]*)(?:\s+and\s+I)?(?:(?:'s|\s+is|\s+has|\s+have|\s+was|\s+got)?\s+"
     r"(?:broke up|split up|moving to|moved to|been moved to|postponed|rescheduled|cancell?ed|died|passed away|"
-    r"written off|got written off|stolen|gone)\b", re.IGNORECASE)
+    r"written off|got written off|stolen)|(?:'s|’s|\s+is|\s+was|\s+has been|\s+have been)\s+gone)\b",
+    re.IGNORECASE)
+# "left" in its other senses ("left my phone running", "left early"): a leaving names a proper noun ("left
+# Amazon", "left Sydney"), a field without an article ("left journalism") or an institution one belongs to.
+_LEFT_THINGS = frozenset({
+    "job", "company", "firm", "band", "team", "club", "school", "university", "uni", "college", "church", "gym",
+    "army", "navy", "course", "programme", "program", "group", "choir", "orchestra", "league", "office", "agency",
+    "startup", "practice", "department", "city", "town", "country", "flat", "apartment", "house", "industry",
+})
+# A gerund given up "for good" is a habit ("No more surfing for me"); followed by anything else it is an episode
+# ("I stopped watching towards the end").
+_GIVEN_UP = re.compile(r"\s*(?:$|[.!,;]|for (?:me|good|now)\b|anymore\b|any more\b|altogether\b|completely\b|"
+                       r"entirely\b|since\b|at all\b)", re.IGNORECASE)
+# Someone else ("you", "they") just before the verb: "I assumed you stopped reading it", "they'll quit".
+_OTHER_SUBJECT = re.compile(r"\b(?:you|u|ya|youre|you'?re|you'?ve|you'?d|they|they'?ll|theyll|he|she|it)\s+"
+                            r"(?:\w+\s+){0,2}$", re.IGNORECASE)
 _NOT_NAMES = frozenset({
     "i", "we", "you", "he", "she", "they", "it", "me", "us", "them", "my", "our", "your", "his", "her", "their", "the",
     "a", "an", "this", "that", "these", "those", "and", "but", "so", "just", "finally", "also", "then", "now", "all",
@@ -321,6 +353,10 @@ _NOT_NAMES = frozenset({
     "as", "if", "too", "very", "much", "many", "more", "less", "some", "any", "other", "others", "another", "each",
     "every", "both", "either", "neither", "such", "like", "same", "him", "people", "someone", "anyone", "everyone",
     "talking", "working", "trying", "doing", "going", "being", "having", "feeling", "worrying", "complaining",
+    # conjunctions and prepositions that follow a verb used intransitively: "quit though", "quit cause ..."
+    "though", "cause", "cuz", "coz", "bc", "towards", "toward", "through", "across", "along", "during", "until",
+    "till", "far", "youre", "start", "got", "get", "go", "went", "really", "realistically", "honestly", "anyway",
+    "with", "from", "of",
 })
 
 
@@ -340,7 +376,20 @@ def _named(clause: str) -> set[str]:
             if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w:
                 out.add(w)
     for m in _VERB_OBJECT.finditer(clause):
-        out.update(w for w in m.group(1).casefold().split() if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w)
+        if _OTHER_SUBJECT.search(clause[:m.start()]):
+            continue
+        cue = m.group("cue").casefold()
+        if cue.startswith("dropped") and re.match(r"(?:\s+\w+){0,3}\s+off\b", clause[m.end("obj"):], re.IGNORECASE):
+            continue  # "dropped the kids off"
+        words = [w for w in m.group("obj").split()
+                 if w.casefold() not in _NOT_NAMES and len(w) >= 3 and "'" not in w]
+        gerund = m.group("ger")
+        if gerund is not None and not words and gerund.casefold() not in _NOT_NAMES \
+                and _GIVEN_UP.match(clause[m.end("ger"):]):
+            words = [gerund]  # "No more surfing for me": the activity itself
+        if cue == "left" and m.start("obj") > m.end("cue") + 1:  # "left my phone", "left the band"
+            words = [w for w in words if w[:1].isupper() or w.casefold() in _LEFT_THINGS]
+        out.update(w.casefold() for w in words)
     for m in _SUBJECT_VERB.finditer(clause):
         w = m.group(1).casefold().replace("’", "'").removesuffix("'s")  # "the ceilidh's moved to ..."
         if w not in _NOT_NAMES and len(w) >= 3 and "'" not in w:
