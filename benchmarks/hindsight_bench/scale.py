@@ -260,6 +260,13 @@ def run_scale(
                 entry["rss_mb_after_retain"] = _rss_mb()
                 for q in qs[:5]:  # warm caches and lazy loads before timing
                     bank.recall(q, budget=budget)
+                # A large bank's in-memory vector copy (the temporal channel's windows) loads in the background
+                # from the first recall with a time window: timed recalls measure the state after it.
+                wait_for_copy = getattr(hs.index, "wait_for_copy", None)
+                if wait_for_copy is not None:
+                    t = time.perf_counter()
+                    entry["vector_copy_ready"] = bool(wait_for_copy(bank_id))
+                    entry["vector_copy_wait_s"] = time.perf_counter() - t
                 totals: list[float] = []
                 stages: dict[str, list[float]] = {}
                 for q in tqdm(qs, desc=f"recall {size}", unit="q", disable=not progress):

@@ -14,7 +14,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from .chroma_generations import (
 )
 from .chroma_transient import RetryingReads
 from .exact_vectors import BankVectors, ExactCache
+from .id_vectors import DEFAULT_MAX_BYTES, IdVectorCopies, top_k
 from .process_guard import ProcessGuard
 
 log = logging.getLogger(__name__)
@@ -78,15 +79,18 @@ class ChromaVectorIndex:
         guard_path: str | None = None,
         lock_timeout: float = 30.0,
         exact_limit: int = 20_000,
+        copy_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         """Wrap ``client``; or, with ``guard_path``, clients made by ``make_client`` under a process guard.
 
         Banks of at most ``exact_limit`` vectors are searched exactly from an in-memory copy (see
-        ``exact_vectors``; 0 turns it off). Only a client that no other process writes to behind this one's
-        back may keep such a copy: the server client does not.
+        ``exact_vectors``; 0 turns it off). Larger banks get a copy for ``rank_ids``, up to
+        ``copy_max_bytes`` in all (see ``id_vectors``; 0 turns it off). Only a client that no other process
+        writes to behind this one's back may keep such copies: the server client does not.
         """
         self.client = client
         self._exact = ExactCache(max_bank=exact_limit)
+        self._copies = IdVectorCopies(max_bytes=copy_max_bytes if exact_limit > 0 else 0, min_vectors=exact_limit)
         self.path = guard_path
         self._make_client = make_client
         self._collections: dict[str, Any] = {}
@@ -136,7 +140,7 @@ class ChromaVectorIndex:
         except Exception as exc:  # chromadb raises several unrelated types for connection failures
             raise StoreError(f"cannot reach Chroma server at http://{host}:{port}: {exc}") from exc
         # Other clients write to the server unseen: no in-memory copy, the server's HNSW answers every query.
-        return cls(client, exact_limit=0)
+        return cls(client, exact_limit=0, copy_max_bytes=0)
 
     @classmethod
     def ephemeral(cls) -> ChromaVectorIndex:
@@ -173,6 +177,7 @@ class ChromaVectorIndex:
         SharedSystemClient._identifier_to_refcount.pop(self.path or "", None)
         self._collections.clear()  # Collection objects of a closed client are dead
         self._exact.drop()  # another process wrote: the disk is the truth again
+        self._copies.drop()
         assert self._make_client is not None
         self.client = self._make_client()
 
@@ -298,12 +303,14 @@ class ChromaVectorIndex:
                     )
             except BaseException:
                 self._exact.drop(bank_id)  # partly written: the copy is reloaded from the index
+                self._copies.drop(bank_id)
                 raise
-            stored = self._stored(col, ids) if self._exact.holds(bank_id) else None
-            if stored is not None:
+            stored = self._stored(col, ids) if self._exact.holds(bank_id) or self._copies.holds(bank_id) else None
+            if stored is not None and self._exact.holds(bank_id):
                 self._exact.upsert(bank_id, list(ids), stored, metas)
             else:
                 self._exact.drop(bank_id)  # not held, or read back incompletely: reloaded on next use
+            self._copies.upsert(bank_id, list(ids), lambda: stored)  # None (not read back) drops it
 
     @staticmethod
     def _stored(col: Any, ids: Sequence[str]) -> np.ndarray | None:
@@ -398,6 +405,68 @@ class ChromaVectorIndex:
             return {}
         return {i: np.asarray(e, dtype=np.float32) for i, e in zip(res["ids"], embs, strict=True)}
 
+    def rank_ids(
+        self, bank_id: str, embedding: np.ndarray, ids: Sequence[str], k: int
+    ) -> list[tuple[str, float]] | None:
+        """The ``k`` of ``ids`` most similar to ``embedding`` as (id, cosine), best first (ties by id), from the
+        bank's in-memory copy (``id_vectors``); None when the bank has none ready (too small: the exact copy serves it;
+        too large for the budget; a server; still loading, whose load the first call starts), and the caller
+        ranks by ``get_embeddings`` or ``query`` as before. Ids the index does not hold are left out."""
+        if k <= 0 or not ids or self._copies.max_bytes <= 0:
+            return None
+        wanted = list(dict.fromkeys(ids))
+        found = self._from_copy(bank_id, embedding, wanted)
+        if found is None:
+            # Not ready: start the load (in the background) for a bank too large for the exact copy.
+            loaded = self._copies.get(bank_id, size=lambda: self._size(bank_id), pages=lambda: self._pages(bank_id),
+                                      reading=self._reading,
+                                      count=lambda: int(self._collection(bank_id).count()))  # under a hold
+            found = self._from_copy(bank_id, embedding, wanted) if loaded is not None else None
+            if found is None:
+                return None
+        held, sims, missing = found
+        if missing:
+            # Not in the copy, so not in the index either (this process's writes reach the copy, another's drop
+            # it): checked all the same (outside the copy's hold: holds do not nest), as the index's own path
+            # would rank any it holds.
+            extra = self.get_embeddings(bank_id, missing)
+            if extra:
+                order = sorted(extra)
+                held = held + order
+                sims = np.concatenate([sims, np.stack([extra[i] for i in order])
+                                       @ np.asarray(embedding, dtype=np.float32).reshape(-1)])
+        return top_k(held, sims, k)
+
+    def _from_copy(self, bank_id: str, embedding: np.ndarray,
+                   ids: list[str]) -> tuple[list[str], np.ndarray, list[str]] | None:
+        with self._reading():  # another process's write makes this reload and drop the copy first
+            copy = self._copies.ready(bank_id)
+            return copy.similarities(embedding, ids) if copy is not None else None
+
+    def wait_for_copy(self, bank_id: str, timeout: float | None = None) -> bool:
+        """Wait until the bank's in-memory copy (``rank_ids``) has loaded, if a load is in progress; whether it is
+        ready (benchmarks warm it before timing)."""
+        return self._copies.wait(bank_id, timeout)
+
+    def _size(self, bank_id: str) -> tuple[int, int]:
+        with self._reading():
+            col = self._collection(bank_id)
+            return int(col.count()), int((col.metadata or {}).get("dimension", 0))
+
+    def _pages(self, bank_id: str, page: int = 2000) -> Iterator[tuple[list[str], np.ndarray]]:
+        """The bank's vectors in pages, each read under its own hold so that writers wait at most one page."""
+        offset = 0
+        while True:
+            with self._reading():
+                res = self._collection(bank_id).get(include=["embeddings"], limit=page, offset=offset)
+            ids = list(res["ids"])
+            embs = res["embeddings"]
+            if ids and embs is not None:
+                yield ids, np.asarray(embs, dtype=np.float32).reshape(len(ids), -1)
+            if len(ids) < page:
+                return
+            offset += page
+
     def ids(self, bank_id: str) -> set[str]:
         """Every id in the bank's collection."""
         with self._reading():
@@ -411,6 +480,7 @@ class ChromaVectorIndex:
                     self._collection(bank_id).delete(ids=list(ids))
                 finally:
                     self._exact.delete(bank_id, list(ids))
+                    self._copies.delete(bank_id, list(ids))
 
     def drop_bank(self, bank_id: str) -> None:
         """Remove the bank's collection (no error if it never existed; any other failure is raised)."""
@@ -418,6 +488,7 @@ class ChromaVectorIndex:
             self._collections.pop(bank_id, None)
             self._known.pop(bank_id, None)
             self._exact.drop(bank_id)
+            self._copies.drop(bank_id)
             base = collection_name(bank_id)
             generation = read_generation(self.client, base)
             for name in dict.fromkeys([generation.pending, generation.retired, generation.active, base]):
@@ -509,6 +580,7 @@ class ChromaVectorIndex:
             self._collections[bank_id] = col
             self._known[bank_id] = (str(meta.get("embedder")), int(meta.get("dimension", 0)))
             self._exact.drop(bank_id)
+            self._copies.drop(bank_id)
             delete_collection(self.client, generation.active)
             write_generation(self.client, base, without_retired(swapped))
 
@@ -524,6 +596,7 @@ class ChromaVectorIndex:
         and every process reloads on its next access. Other clients are reset through Chroma's own API.
         """
         self._exact.drop()
+        self._copies.drop()
         if self._guard is None:
             for col in self.client.list_collections():
                 self.client.delete_collection(col.name)
@@ -553,6 +626,7 @@ class ChromaVectorIndex:
                     return
                 if _OPEN.get(self.path or "") is self:
                     del _OPEN[self.path or ""]
+            self._copies.close()  # no load may read from the client closed below
             with self._lock:
                 if self.client is not None:
                     with contextlib.suppress(Exception):
