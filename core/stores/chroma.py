@@ -453,7 +453,7 @@ class ChromaVectorIndex:
             col = self._collection(bank_id)
             return int(col.count()), int((col.metadata or {}).get("dimension", 0))
 
-    def _pages(self, bank_id: str, page: int = 2000) -> Iterator[tuple[list[str], np.ndarray]]:
+    def _pages(self, bank_id: str, page: int = 500) -> Iterator[tuple[list[str], np.ndarray]]:
         """The bank's vectors in pages, each read under its own hold so that writers wait at most one page."""
         offset = 0
         while True:
