@@ -346,6 +346,11 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--show-misses", action="store_true",
                    help="also print every wrong supersession and failed case with its two messages (read on dev only: "
                         "the test half is the headline)")
+    p.add_argument("--real-chat", action="store_true",
+                   help="also retain the dev data's real chats (realtalk_dev.json, LoCoMo's dev half) raw and judge "
+                        "every supersession the rules make against pairs labelled by reading (a gate for rule changes)")
+    p.add_argument("--locomo", help="locomo10.json for --real-chat (default: $HINDSIGHT_LOCOMO or "
+                                    "shared/data/locomo10.json; realtalk_dev.json beside it)")
     p.add_argument("--out", help="also write updates.json and updates.md in this folder")
     p.set_defaults(func=cmd_updates)
 

@@ -372,6 +372,17 @@ def cmd_updates(args: Any) -> dict[str, Any] | None:
     except (ValueError, KeyError) as exc:
         raise BenchError(f"updates: {exc}") from None
     table = format_updates(result)
+    if getattr(args, "real_chat", False):
+        from .commands import find_locomo
+        from .real_chat_supersessions import format_real_chat, run_real_chat
+
+        locomo = Path(args.locomo) if getattr(args, "locomo", None) else find_locomo()
+        files = {"realtalk": locomo.parent / "realtalk_dev.json", "locomo": locomo}
+        for f in files.values():
+            if not f.is_file():
+                raise BenchError(f"data not found: {f}")
+        result["real_chat"] = run_real_chat(files, log=log)
+        table += "\n\n" + format_real_chat(result["real_chat"])
     if args.out:
         out = Path(args.out)
         written = [write_json(out / "updates.json", result), write_text(out / "updates.md", table)]

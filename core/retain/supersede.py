@@ -183,7 +183,9 @@ ATTRIBUTES: tuple[Attribute, ...] = (
     Attribute("hobby",
               _words(r"paint(?:ing)?", r"guitar", r"piano", r"knit(?:ting)?", r"photography", r"hobby", r"chess",
                      r"pottery", r"climbing", r"dance|dancing", r"violin", r"baking"),
-              _words(r"took up", r"picked up")),
+              # taking up a hobby adds one ("picked up the guitar" leaves the chess): only giving one up changes it
+              _words(r"(?:stopped|quit|gave up|no longer) (?:playing |doing |going to )?(?:the |my )?"
+                     r"(?:painting|guitar|piano|knitting|photography|chess|pottery|climbing|dancing|dance|violin|baking)")),
     Attribute("health",
               _words(r"medication", r"meds", r"pills?", r"diagnos(?:is|ed)", r"allerg(?:y|ic)", r"insulin",
                      r"therapy", r"treatment", r"dose", r"prescri(?:bed|ption)", r"\d+ ?(?:mg|mcg)", r"inhaler",
@@ -251,10 +253,12 @@ _ELIDED = re.compile(r"^(?:just |finally |officially )?(?:[a-z]{3,}ed|got|sold|q
 """A clause that opens with its verb in the past ("Got my certificate", "Sold the Vespa") is the speaker's own; one
 that opens with a gerund only when the gerund is the cue ("Unpacking the last boxes in Valencia"), never a general
 remark ("Dealing with a new car breaking down is such a hassle")."""
-_HEDGE = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"thinking (?:about|of)", r"considering",
+_HEDGE = _words(r"if", r"would", r"i'?d", r"we'?d", r"probably", r"might", r"maybe", r"perhaps",
+                r"thinking (?:about|of)", r"considering",
                 r"plan(?:ning)? to", r"want(?:s|ed)? to", r"hope to", r"hoping to", r"could", r"should", r"wish",
                 r"someday", r"one day", r"going to", r"gonna", r"will", r"might", r"dream", r"imagine")
-_WISH = _words(r"if", r"would", r"might", r"maybe", r"perhaps", r"could", r"should", r"wish", r"hope to", r"hoping to",
+_WISH = _words(r"if", r"would", r"i'?d", r"we'?d", r"probably", r"might", r"maybe", r"perhaps", r"could", r"should",
+               r"wish", r"hope to", r"hoping to",
                r"thinking (?:about|of)", r"considering", r"someday", r"one day", r"dream", r"imagine")
 _SAME = re.compile(r"\b(?:still|also|as well|again|another|part[- ]time|on the side)\b|[, ]too[.!]?$",
                    re.IGNORECASE)
@@ -277,7 +281,9 @@ _OTHERS = _words(r"an? (?:\w+ )?(?:friend|buddy|mate|pal|colleague|neighbou?r) o
                  r"colleague|coworker|"
                  r"husband|wife|partner|boyfriend|girlfriend|fianc[eé]e?|flatmate|manager|team|teacher|doctor|"
                  r"co-worker|boss|roommate|flatmate|aunt|uncle|son|daughter|parents|grandma|grandpa|grandmother|"
-                 r"grandfather|niece|nephew|kids?|children|friends|family)", r"he", r"she", r"they", r"his", r"her",
+                 r"grandfather|niece|nephew|kids?|children|friends|family|relatives?|grandparents|in-laws|"
+                 r"neighbou?rs)", r"(?:one|some|two|both|many|most) of (?:my|our) \w+", r"he", r"she", r"they", r"his",
+                 r"her",
                  r"their", r"he'?s", r"she'?s", r"they'?re")
 _SPEAKER = re.compile(r"^([^:\n]{1,60}):\s+")
 
