@@ -25,8 +25,12 @@ Importing this module is cheap: the benchmarks and the engine are imported when 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 from .commands import (
@@ -71,7 +75,27 @@ def main(argv: list[str] | None = None, *, prog: str = "hindsight-bench") -> int
     from hindsight_core.cli.run import run_parsed
     from hindsight_core.errors import HindsightError
 
-    return run_parsed(args, (HindsightError, BenchError, OSError))
+    with _terminate_unwinds():
+        return run_parsed(args, (HindsightError, BenchError, OSError))
+
+
+@contextlib.contextmanager
+def _terminate_unwinds() -> Iterator[None]:
+    """SIGTERM ends the benchmark as an exception would (exit status 143): the ``with`` blocks that started
+    servers or hold a store stop them and close it (killed outright, ``--backend server`` left its two servers
+    running). Only in the main thread, where Python can catch signals; the previous handler comes back after."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def build_parser(prog: str = "hindsight-bench") -> argparse.ArgumentParser:

@@ -411,8 +411,8 @@ class RetainPipeline:
                                       jobs=jobs)
         except BaseException as exc:
             self.fail(doc, exc)
-            if isinstance(exc, HindsightError | KeyboardInterrupt):
-                raise
+            if isinstance(exc, HindsightError) or not isinstance(exc, Exception):
+                raise  # ours, or an interrupt or exit (Ctrl-C, SIGTERM as SystemExit): never wrapped
             raise ExtractionError(f"retain of document {doc.id!r} failed: {exc}", document_id=doc.id) from exc
         if jobs:
             result.job_id = jobs[0].id
