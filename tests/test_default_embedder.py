@@ -106,6 +106,19 @@ def test_the_plain_install_keeps_minilm(monkeypatch: pytest.MonkeyPatch) -> None
     assert isinstance(make_embedder(), OnnxMiniLMEmbedder)
 
 
+def test_the_plain_install_opening_an_mpnet_store_says_what_to_install_without_a_keep_warning(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import hindsight_core.embedders.factory as factory
+
+    monkeypatch.setattr(factory, "mpnet_int8_available", lambda: False)
+    with caplog.at_level(logging.WARNING):
+        kept = factory.default_for_recorded({factory.MPNET_NAME})
+    assert kept == "mpnet-int8" and "keeps it" not in caplog.text  # it cannot keep it here: the open says why
+    with caplog.at_level(logging.WARNING):
+        assert factory.default_for_recorded({factory.MINILM_NAME}) == "minilm"
+    assert "keeps it" not in caplog.text  # the default here is MiniLM itself: nothing to switch to
+
+
 def test_a_failed_build_falls_back_with_one_warning_not_a_traceback(monkeypatch: pytest.MonkeyPatch,
                                                                     caplog: pytest.LogCaptureFixture) -> None:
     import hindsight_core.embedders.factory as factory

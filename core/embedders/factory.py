@@ -122,7 +122,9 @@ def default_for_recorded(recorded: set[str], *, where: str = "this store") -> st
     if kept is None:
         return None
     default = default_embedder()
-    if _recorded_name(default) != name:
+    # Kept while the default is another model; a default model the install cannot run (the plain install opening
+    # an mpnet store) is no switch to offer: opening then fails, naming what to install, without a warning first.
+    if _recorded_name(default) != name and kept != DEFAULT_EMBEDDER:
         log.warning("%s was built with the embedder %s and keeps it (new stores get %s: switch with "
                     "`hindsight reembed --all --embedder %s`)", where, name, default, default)
     return kept
