@@ -61,16 +61,22 @@ def translate_errors(
         return wrapper
 
     def decorate(cls: C) -> C:
-        members: dict[str, Any] = {}
-        for klass in reversed(cls.__mro__[:-1]):  # object excluded; the most derived definition wins
-            members.update(vars(klass))
-        for name, member in members.items():
-            if name.startswith("_") or not callable(member) or isinstance(member, staticmethod | classmethod | type):
-                continue
+        for name, member in public_methods(cls).items():
             setattr(cls, name, wrap(member))
         return cls
 
     return decorate
+
+
+def public_methods(cls: type) -> dict[str, Callable[..., Any]]:
+    """A class's public instance methods by name, inherited ones included (the most derived definition wins; no
+    static or class methods, no nested classes): what a class decorator over a store's API wraps."""
+    members: dict[str, Any] = {}
+    for klass in reversed(cls.__mro__[:-1]):  # object excluded
+        members.update(vars(klass))
+    return {name: member for name, member in members.items()
+            if not name.startswith("_") and callable(member)
+            and not isinstance(member, staticmethod | classmethod | type)}
 
 
 @runtime_checkable

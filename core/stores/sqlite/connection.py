@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ...errors import StoreError
+from ..base import public_methods
 from .schema import _SCHEMA, SCHEMA_VERSION, _backfill, _migrate, _stored_version
 
 C = TypeVar("C", bound=type)
@@ -33,12 +34,7 @@ def serialized_in_memory(cls: C) -> C:
 
         return wrapper
 
-    members: dict[str, Any] = {}
-    for klass in reversed(cls.__mro__[:-1]):  # as ``translate_errors`` collects them: the most derived wins
-        members.update(vars(klass))
-    for name, member in members.items():
-        if name.startswith("_") or not callable(member) or isinstance(member, staticmethod | classmethod | type):
-            continue
+    for name, member in public_methods(cls).items():
         setattr(cls, name, wrap(member))
     return cls
 
