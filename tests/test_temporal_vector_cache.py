@@ -282,3 +282,21 @@ class _nothing:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+def test_the_copies_budget_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hindsight_core.errors import InvalidInputError
+    from hindsight_core.stores.id_vectors import DEFAULT_MAX_BYTES, ENV_BUDGET
+
+    monkeypatch.delenv(ENV_BUDGET, raising=False)
+    assert IdVectorCopies().max_bytes == DEFAULT_MAX_BYTES
+    monkeypatch.setenv(ENV_BUDGET, "64")
+    assert IdVectorCopies().max_bytes == 64 * 2**20
+    assert IdVectorCopies(max_bytes=5).max_bytes == 5  # a value given in code wins
+    monkeypatch.setenv(ENV_BUDGET, "0")
+    index = ChromaVectorIndex.ephemeral()
+    assert index.rank_ids("b", np.ones(4, dtype=np.float32), ["x"], 1) is None  # off: the caller asks Chroma
+    for bad in ("lots", "-1", "1.5"):
+        monkeypatch.setenv(ENV_BUDGET, bad)
+        with pytest.raises(InvalidInputError, match=ENV_BUDGET):
+            IdVectorCopies()

@@ -34,7 +34,7 @@ from .chroma_generations import (
 )
 from .chroma_transient import RetryingReads
 from .exact_vectors import BankVectors, ExactCache
-from .id_vectors import DEFAULT_MAX_BYTES, IdVectorCopies, top_k
+from .id_vectors import IdVectorCopies, top_k
 from .process_guard import ProcessGuard
 
 log = logging.getLogger(__name__)
@@ -79,13 +79,14 @@ class ChromaVectorIndex:
         guard_path: str | None = None,
         lock_timeout: float = 30.0,
         exact_limit: int = 20_000,
-        copy_max_bytes: int = DEFAULT_MAX_BYTES,
+        copy_max_bytes: int | None = None,
     ) -> None:
         """Wrap ``client``; or, with ``guard_path``, clients made by ``make_client`` under a process guard.
 
         Banks of at most ``exact_limit`` vectors are searched exactly from an in-memory copy (see
         ``exact_vectors``; 0 turns it off). Larger banks get a copy for ``rank_ids``, up to
-        ``copy_max_bytes`` in all (see ``id_vectors``; 0 turns it off). Only a client that no other process
+        ``copy_max_bytes`` in all (see ``id_vectors``; 0 turns it off; None: ``$HINDSIGHT_VECTOR_COPY_MB`` or
+        512 MiB). Only a client that no other process
         writes to behind this one's back may keep such copies: the server client does not.
         """
         self.client = client

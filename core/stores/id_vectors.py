@@ -46,6 +46,26 @@ log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BYTES = 512 * 2**20
 """Memory all banks' copies may take together (a 100k-unit mpnet bank takes 293 MB in float32)."""
+ENV_BUDGET = "HINDSIGHT_VECTOR_COPY_MB"
+"""Sets that budget in MiB (0 turns the copies off: recall at 100k then pays Chroma's id-restricted query)."""
+
+
+def copy_budget_bytes() -> int:
+    """The copies' memory budget: ``$HINDSIGHT_VECTOR_COPY_MB`` (whole MiB, 0 or more) if set, else
+    ``DEFAULT_MAX_BYTES``; raises ``InvalidInputError`` naming the variable for anything else."""
+    raw = os.environ.get(ENV_BUDGET, "").strip()
+    if not raw:
+        return DEFAULT_MAX_BYTES
+    try:
+        mib = int(raw)
+    except ValueError:
+        mib = -1
+    if mib < 0:
+        from ..errors import InvalidInputError
+
+        raise InvalidInputError(f"{ENV_BUDGET}={raw!r}: give the in-memory vector copies' budget in whole MiB, "
+                                "0 or more (0 turns them off)")
+    return mib * 2**20
 
 PAUSE = 1.0
 """A background load sleeps this many times each page's reading time after it (1.0: half the time loading)."""
@@ -172,11 +192,11 @@ class _Entry:
 class IdVectorCopies:
     """Per-bank ``BankCopy`` for banks above the exact copy's size, loaded in the background on first use."""
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES, min_vectors: int = 0, background: bool = True,
+    def __init__(self, max_bytes: int | None = None, min_vectors: int = 0, background: bool = True,
                  dtype: type[np.floating] = np.float32) -> None:
-        """Copies of banks of more than ``min_vectors`` vectors, ``max_bytes`` in all (0 turns them off), stored as
-        ``dtype``; ``background=False`` loads in the calling thread (tests)."""
-        self.max_bytes = max_bytes
+        """Copies of banks of more than ``min_vectors`` vectors, ``max_bytes`` in all (0 turns them off; None:
+        ``copy_budget_bytes()``), stored as ``dtype``; ``background=False`` loads in the calling thread (tests)."""
+        self.max_bytes = copy_budget_bytes() if max_bytes is None else max_bytes
         self.dtype = dtype
         self.pause = PAUSE
         self.min_vectors = min_vectors
