@@ -286,6 +286,8 @@ def test_real_chat_changes_still_name_what_changed() -> None:
     assert "band" in (change_of(said("Rob: I left the band in March.")) or ducks).objects
     vietnamese = change_of(said("Jack: I've switched to learning Vietnamese, her family speak it at home."))
     assert vietnamese is not None and "language" in vietnamese.attributes
+    told = change_of(said("Arjun: Like I told you I sold the Enfield last week."))
+    assert told is not None and "enfield" in told.objects  # "you" is not the one who sold it
     rowing = change_of(said("Pablo: I've joined a rowing club on the river."))
     assert rowing is not None and "club" in rowing.attributes
 

@@ -345,8 +345,9 @@ _LEFT_THINGS = frozenset({
 _GIVEN_UP = re.compile(r"\s*(?:$|[.!,;]|for (?:me|good|now)\b|anymore\b|any more\b|altogether\b|completely\b|"
                        r"entirely\b|since\b|at all\b)", re.IGNORECASE)
 # Someone else ("you", "they") just before the verb: "I assumed you stopped reading it", "they'll quit".
+# ("I told you I sold the Enfield" is the speaker's: an "I" or "we" between them is the subject).
 _OTHER_SUBJECT = re.compile(r"\b(?:you|u|ya|youre|you'?re|you'?ve|you'?d|they|they'?ll|theyll|he|she|it)\s+"
-                            r"(?:\w+\s+){0,2}$", re.IGNORECASE)
+                            r"(?:(?!(?:i|we)\b)\w+\s+){0,2}$", re.IGNORECASE)
 _NOT_NAMES = frozenset({
     "i", "we", "you", "he", "she", "they", "it", "me", "us", "them", "my", "our", "your", "his", "her", "their", "the",
     "a", "an", "this", "that", "these", "those", "and", "but", "so", "just", "finally", "also", "then", "now", "all",
