@@ -300,3 +300,86 @@ def test_the_copies_budget_comes_from_the_environment(monkeypatch: pytest.Monkey
         monkeypatch.setenv(ENV_BUDGET, bad)
         with pytest.raises(InvalidInputError, match=ENV_BUDGET):
             IdVectorCopies()
+
+
+# Found by review (2026-12-06): each of these failed before its fix.
+def _filled_ephemeral(n: int) -> tuple[ChromaVectorIndex, list[str]]:
+    index = ChromaVectorIndex.ephemeral()
+    index._copies.min_vectors = 100  # a copy for this small bank, as for one above 20k vectors
+    index.ensure_collection("b", "e", DIM)
+    ids = [f"u{i:05d}" for i in range(n)]
+    t = datetime(2024, 1, 1, tzinfo=UTC)
+    index.upsert("b", ids, _vectors(n), [VectorMeta(network=Network.WORLD, start=t, end=t)] * n)
+    return index, ids
+
+
+def test_an_in_process_index_lets_one_write_at_a_time() -> None:
+    """A write reads back what it stored and then updates the copies: a delete in between left the deleted vector
+    in the copy, so writes without a process guard take turns."""
+    import threading
+    import time
+
+    index, ids = _filled_ephemeral(200)
+    done = threading.Event()
+
+    def delete() -> None:
+        index.delete("b", ids[:1])
+        done.set()
+
+    with index._writing():
+        worker = threading.Thread(target=delete)
+        worker.start()
+        time.sleep(0.3)
+        assert not done.is_set()  # waits for the write in progress
+    worker.join(10)
+    assert done.is_set()
+    index.close()
+
+
+def test_closing_an_in_process_index_stops_its_loads_and_drops_its_copies() -> None:
+    import threading
+
+    index, ids = _filled_ephemeral(3000)
+    index._copies.pause = 300.0  # a slow load: close() lands in the middle of it
+    assert index.rank_ids("b", _vectors(1, 9)[0], ids[:50], 5) is None  # starts the load
+    index.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("hindsight-vector-copy") and t.is_alive()]
+    assert index._copies.ready("b") is None and not index._copies.holds("b")
+
+
+def test_the_budget_counts_the_rows_a_copy_allocates_and_the_writes_queued_while_it_loaded() -> None:
+    import contextlib
+
+    n = 1200
+    vectors = np.ones((n, DIM), np.float32) / 4
+    ids = [f"u{i}" for i in range(n)]
+    tight = IdVectorCopies(max_bytes=n * DIM * 4, background=False)  # the vectors fit, the spare rows do not
+    assert tight.get("b", lambda: (n, DIM), lambda: iter([(ids, vectors)]), contextlib.nullcontext,
+                     lambda: n) is None
+    copies = IdVectorCopies(max_bytes=n * DIM * 4 * 2, background=False)
+    extra = [f"x{i}" for i in range(3000)]
+
+    def pages() -> Iterator[tuple[list[str], np.ndarray]]:
+        yield ids, vectors
+        copies.upsert("b", extra, lambda: np.ones((len(extra), DIM), np.float32) / 4)  # a retain while loading
+
+    assert copies.get("b", lambda: (n, DIM), pages, contextlib.nullcontext, lambda: n + len(extra)) is None
+    assert not copies.holds("b")  # the replay outgrew the budget: no copy, the index's own path
+
+
+def test_a_load_that_cannot_start_its_thread_falls_back_and_leaves_nothing_stuck(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    index, ids = _filled_ephemeral(2000)
+    real = threading.Thread.start
+
+    def refuse(self: threading.Thread) -> None:
+        if self.name.startswith("hindsight-vector-copy"):
+            raise RuntimeError("can't start new thread")
+        real(self)
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    assert index.rank_ids("b", _vectors(1, 9)[0], ids[:5], 5) is None  # the caller ranks as before
+    assert not index._copies.holds("b")  # no entry left loading: writes are not queued for ever
+    index.close()

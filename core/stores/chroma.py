@@ -102,6 +102,11 @@ class ChromaVectorIndex:
             if guard_path is not None else None
         )
         self._opened = 1
+        # Without a guard (the in-process index), this process's writes still take turns when copies are kept: a
+        # write reads back what it stored and then updates the copies, and a delete in between would leave the
+        # deleted vector in a copy. A server client keeps no copies and writes freely.
+        self._local_writes: threading.RLock | None = (
+            threading.RLock() if self._guard is None and (exact_limit > 0 or self._copies.max_bytes > 0) else None)
 
     @classmethod
     def persistent(cls, path: str | Path, *, lock_timeout: float = 30.0) -> ChromaVectorIndex:
@@ -163,8 +168,15 @@ class ChromaVectorIndex:
     def _reading(self) -> contextlib.AbstractContextManager[None]:
         return self._guard.reading() if self._guard is not None else contextlib.nullcontext()
 
-    def _writing(self) -> contextlib.AbstractContextManager[None]:
-        return self._guard.writing() if self._guard is not None else contextlib.nullcontext()
+    def _writing(self) -> contextlib.AbstractContextManager[Any]:
+        if self._guard is not None:
+            return self._guard.writing()
+        return self._local_writes if self._local_writes is not None else contextlib.nullcontext()
+
+    def _settling(self) -> contextlib.AbstractContextManager[Any]:
+        """What a copy's load holds for its last step (replaying the writes queued meanwhile, then comparing row
+        counts): a read hold across processes, this process's write turn without a guard."""
+        return self._reading() if self._guard is not None else self._writing()
 
     def _reload(self) -> None:
         """A fresh client that reads the index from disk (another process wrote since this one loaded it)."""
@@ -420,7 +432,7 @@ class ChromaVectorIndex:
         if found is None:
             # Not ready: start the load (in the background) for a bank too large for the exact copy.
             loaded = self._copies.get(bank_id, size=lambda: self._size(bank_id), pages=lambda: self._pages(bank_id),
-                                      reading=self._reading,
+                                      reading=self._settling,
                                       count=lambda: int(self._collection(bank_id).count()))  # under a hold
             found = self._from_copy(bank_id, embedding, wanted) if loaded is not None else None
             if found is None:
@@ -618,24 +630,27 @@ class ChromaVectorIndex:
             self.client = self._make_client()
 
     def close(self) -> None:
-        """Release the client and the lock file (embedded, once the last opener closed); a no-op for other
-        clients."""
-        if self._guard is not None:
-            with _OPEN_LOCK:
-                self._opened -= 1
-                if self._opened > 0:
-                    return
-                if _OPEN.get(self.path or "") is self:
-                    del _OPEN[self.path or ""]
-            self._copies.close()  # no load may read from the client closed below
-            with self._lock:
-                if self.client is not None:
-                    with contextlib.suppress(Exception):
-                        self.client.close()
-                    self.client = None
-                self._collections.clear()
-            self._guard.forget_client()
-            self._guard.close()
+        """Release the client and the lock file (embedded, once the last opener closed); other clients drop their
+        in-memory copies and stop loading them."""
+        if self._guard is None:
+            self._copies.close()
+            self._exact.drop()
+            return
+        with _OPEN_LOCK:
+            self._opened -= 1
+            if self._opened > 0:
+                return
+            if _OPEN.get(self.path or "") is self:
+                del _OPEN[self.path or ""]
+        self._copies.close()  # no load may read from the client closed below
+        with self._lock:
+            if self.client is not None:
+                with contextlib.suppress(Exception):
+                    self.client.close()
+                self.client = None
+            self._collections.clear()
+        self._guard.forget_client()
+        self._guard.close()
 
 
 def _all_ids(col: Any) -> set[str]:

@@ -235,18 +235,28 @@ class IdVectorCopies:
             if bank_id in self._banks or self._closed:
                 return None  # another thread started it meanwhile, or the index closed
             held = sum(e.copy.nbytes for e in self._banks.values())
-            if n <= self.min_vectors or dim <= 0 or held + n * dim * np.dtype(self.dtype).itemsize > self.max_bytes:
+            # Room for the bank and a few retain batches beyond it, counted in the budget as allocated.
+            capacity = n + max(1024, n // 64)
+            if n <= self.min_vectors or dim <= 0 or held + capacity * dim * np.dtype(self.dtype).itemsize \
+                    > self.max_bytes:
                 self._refused[bank_id] = time.monotonic() + 60.0  # decided again in a minute
                 return None
-            # Room for the bank and a few retain batches beyond it.
-            entry = self._banks[bank_id] = _Entry(dim, self.dtype, n + max(1024, n // 64))
-        if self.background:
-            thread = threading.Thread(target=self._load, args=(bank_id, entry, pages, reading, count),
-                                      name=f"hindsight-vector-copy-{bank_id[:20]}", daemon=True)
-            with self._lock:
+            entry = self._banks[bank_id] = _Entry(dim, self.dtype, capacity)
+            if self.background:
+                # Registered and started under the lock that created the entry: a close() either sees the thread
+                # (and joins it) or comes first (and the entry is never made).
+                thread = threading.Thread(target=self._load, args=(bank_id, entry, pages, reading, count),
+                                          name=f"hindsight-vector-copy-{bank_id[:20]}", daemon=True)
+                try:
+                    thread.start()
+                except RuntimeError as exc:  # no thread to be had (at shutdown, or out of threads)
+                    log.debug("vector copy of bank %s not loaded: %s", bank_id, exc)
+                    del self._banks[bank_id]
+                    self._refused[bank_id] = time.monotonic() + 60.0
+                    entry.done.set()
+                    return None
                 self._threads = [t for t in self._threads if t.is_alive()] + [thread]
-            thread.start()
-            return None
+                return None
         self._load(bank_id, entry, pages, reading, count)
         return self.ready(bank_id)
 
@@ -290,6 +300,8 @@ class IdVectorCopies:
                     else:
                         entry.copy.delete(written)
                 entry.pending.clear()
+                if sum(e.copy.nbytes for e in self._banks.values()) > self.max_bytes:
+                    return  # the writes queued during the load outgrew the budget: the index's own path
                 expected = count()
                 if len(entry.copy) != expected:
                     log.debug("vector copy of bank %s holds %d rows, the index %d: discarded", bank_id,
@@ -323,7 +335,11 @@ class IdVectorCopies:
             elif not entry.ready:
                 entry.pending.append(("upsert", list(ids), stored))
             else:
-                entry.copy.upsert(ids, stored)
+                try:
+                    entry.copy.upsert(ids, stored)
+                except BaseException:
+                    del self._banks[bank_id]  # half applied: never ranked from again
+                    raise
                 if sum(e.copy.nbytes for e in self._banks.values()) > self.max_bytes:
                     del self._banks[bank_id]  # outgrew the budget: the index's own path again
 
@@ -339,7 +355,11 @@ class IdVectorCopies:
             if entry is None:
                 return
             if entry.ready:
-                entry.copy.delete(ids)
+                try:
+                    entry.copy.delete(ids)
+                except BaseException:
+                    del self._banks[bank_id]
+                    raise
             else:
                 entry.pending.append(("delete", list(ids), None))
 
