@@ -336,6 +336,32 @@ def test_an_in_process_index_lets_one_write_at_a_time() -> None:
     index.close()
 
 
+def test_resetting_an_in_process_index_takes_the_write_turn_and_leaves_no_copy() -> None:
+    """A reset drops the copies and deletes the collections in one write turn: dropped before the turn, a load
+    settling in between could keep a copy of the vectors the reset deletes."""
+    import threading
+    import time
+
+    index, ids = _filled_ephemeral(200)
+    index._copies.min_vectors = 100
+    index._copies.background = False
+    assert index.rank_ids("b", _vectors(1, 9)[0], ids[:50], 5) is not None  # a loaded copy
+    done = threading.Event()
+
+    def reset() -> None:
+        index.reset()
+        done.set()
+
+    with index._writing():
+        worker = threading.Thread(target=reset)
+        worker.start()
+        time.sleep(0.3)
+        assert not done.is_set() and index._copies.ready("b") is not None  # waits for the write in progress
+    worker.join(10)
+    assert done.is_set() and index._copies.ready("b") is None and not index._copies.holds("b")
+    index.close()
+
+
 def test_closing_an_in_process_index_stops_its_loads_and_drops_its_copies() -> None:
     import threading
 

@@ -608,14 +608,19 @@ class ChromaVectorIndex:
         For a damaged index: nothing in it is trusted, so the directory is removed under the exclusive lock
         and every process reloads on its next access. Other clients are reset through Chroma's own API.
         """
-        self._exact.drop()
-        self._copies.drop()
         if self._guard is None:
-            for col in self.client.list_collections():
-                self.client.delete_collection(col.name)
-            self._collections.clear()
+            # The caches are dropped inside the write turn: a load settling before it could otherwise keep a copy
+            # of what this reset deletes.
+            with self._writing():
+                self._exact.drop()
+                self._copies.drop()
+                for col in self.client.list_collections():
+                    self.client.delete_collection(col.name)
+                self._collections.clear()
             return
         with self._guard.writing(sync=False), self._lock:
+            self._exact.drop()
+            self._copies.drop()
             from chromadb.api.shared_system_client import SharedSystemClient
 
             if self.client is not None:
