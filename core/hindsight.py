@@ -251,6 +251,35 @@ class Hindsight:
         if self._start_worker and not self._closed:
             self.worker.notify()
 
+    def warm_up(self) -> None:
+        """Load what the first recall would otherwise load on its own time: the embedder's query model (0.5-0.9 s
+        for the bundled ones) and the reranker's, if one is set. Nothing is stored. Long-lived processes call it at
+        start (``hindsight mcp`` and ``hindsight ui`` do, in the background); a short script need not."""
+        from .embedders.base import embed_queries
+
+        embed_queries(self.embedder, ["warm up"])
+        reranker = self.engine.recaller.reranker
+        if reranker is not None:
+            reranker.score("warm up", ["warm up"])
+
+    async def awarm_up(self) -> None:
+        """Async twin of ``warm_up`` (the model loads in a worker thread)."""
+        await asyncio.to_thread(self.warm_up)
+
+    def warm_up_in_background(self) -> threading.Thread:
+        """``warm_up`` in a daemon thread (a failure there is logged, never raised: the first recall then loads
+        what it needs as it would have without it)."""
+
+        def run() -> None:
+            try:
+                self.warm_up()
+            except Exception as exc:  # the first recall reports a real failure to its caller
+                log.warning("warm-up failed (%s); the first recall loads the models instead", exc)
+
+        thread = threading.Thread(target=run, name="hindsight-warm-up", daemon=True)
+        thread.start()
+        return thread
+
     # banks ---------------------------------------------------------------------------------------
     @public
     def bank(

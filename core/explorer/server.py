@@ -67,6 +67,7 @@ def serve(
         hs = Hindsight.open(where, start_worker=False, **open_kwargs)
         with hs:
             app = create_app(hs, guard)
+            hs.warm_up_in_background()  # the first search in the page need not load the query model
             actual = sock.getsockname()[1]
             url = url_of(host, actual)
             out(f"Hindsight explorer for {where.describe()}")

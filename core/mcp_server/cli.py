@@ -91,6 +91,7 @@ def cmd_mcp(args: argparse.Namespace) -> dict[str, Any] | None:
             hs.bank(args.bank)  # created now, and a malformed id is reported before anything is served
         server = build_server(hs, bank=args.bank, log_level="INFO" if args.verbose else "WARNING",
                               tokens_required=access.required)
+        hs.warm_up_in_background()  # the first client's recall need not load the query model
         what = f"bank {args.bank!r}" if args.bank is not None else "every bank"
         try:
             if args.http is None:
