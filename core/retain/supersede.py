@@ -50,6 +50,8 @@ _PROFESSIONS = (r"teacher|nurse|postman|postwoman|engineer|developer|programmer|
                 r"electrician|plumber|carpenter|mechanic|paramedic|cashier|waiter|waitress|clerk|supervisor|"
                 r"pharmacist|dentist|vet|librarian|translator|writer|editor|photographer|scientist|researcher|"
                 r"firefighter|police officer|soldier|pilot|receptionist|secretary|student|intern|head|director|"
+                r"associate|solicitor|barrister|paralegal|apprentice|midwife|ranger|forester|surveyor|copywriter|"
+                r"bartender|tutor|courier|freelancer|contractor|"
                 r"lecturer|professor|tester|hygienist|surgeon|therapist|carer|caregiver|cleaner|builder|farmer|miner")
 _PETS = (r"cats?|dogs?|pupp(?:y|ies)|kittens?|pets?|hamsters?|rabbits?|parrots?|(?:gold)?fish|turtles?|chooks?|"
          r"chickens?|hens?")
@@ -65,7 +67,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               # bare "home" is a direction or a feeling ("on my way home", "a family away from home")
               _words(r"live[sd]?", r"living", r"apartment", r"flat", r"house", r"(?:my|our|new) home",
                      r"home (?:is|in)", r"neighbou?rhood",
-                     r"rent(?:ing)?", r"place",
+                     r"rent(?:ing)?", r"place", r"bungalow", r"condo", r"cottage", r"dorm", r"share ?house",
+                     r"flatshare", r"houseshare",
                      # "three years in Capitol Hill": how long one has lived somewhere
                      r"(?:\w+ )?(?:years?|months?) (?:in|living in) (?-i:[A-Z])\w*"),
               # "moved to Porto", never "moved the christening to March" (an event) or "moved to 9 September"
@@ -86,7 +89,11 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"(?<!before )(?:work(?:s|ed|ing)?|employed|hired)",
                      r"my (?:\w+ )?(?:job|position|career|shifts?|boss|profession)", r"work(?:ing)? (?:as|at|for)",
                      rf"(?:i'?m|i am|being) an? (?:\w+ ){{0,3}}(?:{_PROFESSIONS})", rf"(?:{_PROFESSIONS}) life",
-                     r"has me on"),
+                     r"has me on",
+                     # "I teach English at ...", "Thirty-one years at Harrogate library", "Day shifts as a midwife"
+                     r"(?:i|we) (?:\w+ )?(?:teach|lecture|tutor)(?:es)?",
+                     r"(?:years?|months?) at (?:the )?(?-i:[A-Z])\w*",
+                     rf"shifts? as an? (?:\w+ )?(?:{_PROFESSIONS})"),
               _words(r"quit (?:my |the |our )?(?:job|position|company)", r"resigned",
                      r"left (?:my|the|our) (?:job|company|position)", r"(?:got|was|been) fired", r"laid off",
                      r"got hired", r"new job", r"started (?:a new job|working)", r"promoted", r"now work(?:ing)?",
@@ -94,8 +101,19 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"(?:i|i'?ve|i'?m) (?:just |finally )?retired", r"career change",
                      r"first (?:week|day|month) (?:at|as)",
                      r"no longer work", r"don'?t work .{0,30} anymore", r"left nursing", r"left teaching",
-                     r"i'?m (?:now )?an? (?:\w+ ){1,4}now", r"onboarding (?:week|day)",
+                     rf"i'?m (?:now )?an? (?:\w+ ){{0,3}}(?:{_PROFESSIONS}) now", r"onboarding (?:week|day)",
                      r"first (?:term|week|day|month|shift) as", r"day \w+ at the", r"as a trainee",
+                     # "started at Leeds General", "handed in my notice", "TD let me go", "my last day was Friday"
+                     r"started (?:work(?:ing)? )?at (?:the |a )?(?:(?-i:[A-Z])\w*|(?:\w+ ){0,2}?(?:pharmacy|hospital|"
+                     r"clinic|office|firm|company|bank|shop|store|agency|bakery|cafe|restaurant|hotel|factory|"
+                     r"warehouse|practice)\b)",
+                     r"transferred to (?:the |our |a )?(?:\w+ ){0,2}(?:office|branch|site|store|base|depot|ward)",
+                     r"back on (?:night|day|early|late|weekend) shifts", r"handed in (?:my|her|his) notice",
+                     r"let (?:me|him|her) go", r"(?:freelanc(?:er|ing)|self-employed) since",
+                     # "Friday was my last day", never "my last day of school" (a term ends, not a job)
+                     r"(?:was|is) my last day(?! of)", r"my last day at (?:work|the (?:office|firm|company|job))",
+                     # the clause is the word: "Retired! Friday was my last day" (not "Mine retired")
+                     r"^retired(?=\s*[!.,]|\s+(?:now|at last|finally|as of))",
                      r"(?:was|been|got|just got) (?:made|named|appointed|promoted to) (?:the )?(?:new )?"
                      r"(?:head|director|manager|lead|chief|partner|principal|supervisor|dean)")),
     Attribute("partner",
@@ -103,11 +121,20 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"married", r"engaged", r"single", r"relationship", r"together", r"anniversary"),
               _words(r"broke up", r"split up", r"divorced", r"separated", r"got married", r"got engaged",
                      r"new (?:boyfriend|girlfriend|partner)", r"single (?:again|now)", r"ended (?:it|things)",
-                     r"no longer (?:together|dating|with)")),
+                     r"no longer (?:together|dating|with)",
+                     # "Jake's my ex now", "Kofi proposed", "we called it off"
+                     r"(?:'s|’s|is) my ex\b", r"proposed", r"(?:we'?re|we are|i'?m|i am) (?:now )?engaged",
+                     r"called (?:it|the wedding|the engagement) off")),
     Attribute("pet",
               _words(_PETS, r"aquarium"),
               # A loss, never an addition: a new puppy does not replace the cat ("we adopted another puppy").
-              _words(r"died", r"passed away", r"put down", r"rehomed", r"gave (?:him|her|them) away",
+              # things "die" too: "my watch died halfway", "the phone died"
+              _words(r"(?<!phone )(?<!watch )(?<!battery )(?<!laptop )(?<!engine )(?<!computer )(?<!car )died",
+                     r"passed away",
+                     # a pet by its name: "After Fritz passed in the spring" (not "Ngozi passed her exams", not kin)
+                     r"(?!(?:Grandpa|Grandma|Gran|Granny|Grandad|Nana|Mum|Mom|Dad|Uncle|Aunt|Auntie)\b)"
+                     r"(?-i:[A-Z])\w+ passed(?= (?:in|last|on|recently|this|over)\b|\s*[.,!])",
+                     r"put down", r"rehomed", r"gave (?:him|her|them) away",
                      r"lost (?:him|her|our|my)", r"gave (?:the|our|my) \w+ to",
                      # a pet that ran away or was taken: "the cat went missing", "a fox got both chooks"
                      rf"(?:{_PETS}|(?-i:[A-Z])\w+) (?:ran away|went missing|was killed|were killed|got killed)",
@@ -121,12 +148,16 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"new (?:car|bike|motorcycle|scooter|truck|van)")),
     Attribute("diet",
               _words(r"vegetarian", r"vegan", r"meat", r"eat(?:ing)?", r"diet", r"gluten", r"dairy", r"keto",
+                     r"steak", r"beef", r"pork", r"bacon", r"burgers?", r"sausages?",
                      r"pescatarian", r"sugar"),
               _words(r"stopped eating", r"gave up (?:meat|sugar|dairy|gluten|fish|alcohol)",
                      r"went (?:fully |full )?(?:vegan|vegetarian|keto|pescatarian)", r"no longer eat",
                      r"started eating", r"quit (?:meat|sugar|dairy)", r"back to eating",
                      r"switched to (?:a )?(?:vegan|vegetarian|keto|plant-based)", r"not (?:vegan|vegetarian) anymore",
-                     r"stop(?:ped)? the (?:[\w-]+ )?diet", r"eating \w+ again")),
+                     r"stop(?:ped)? the (?:[\w-]+ )?diet", r"eating \w+ again",
+                     # "been off meat since March", "I'm done with meat"
+                     r"(?:been|gone|went|i'?m) off (?:meat|sugar|dairy|gluten|alcohol|booze|red meat)",
+                     r"done with (?:meat|sugar|dairy|alcohol|booze|red meat)")),
     Attribute("team",
               _words(r"support(?:er)?", r"fan", r"root(?:ing)? for", r"team", r"club"),
               _words(r"switched (?:teams|allegiance)", r"now (?:support|root for)", r"no longer support",
@@ -155,7 +186,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      # studies finished: "got my certificate", "passed my finals", "being a chartered accountant"
                      r"got (?:my|her|his|the) (?:\w+ )?(?:certificate|diploma|degree|qualification|results)",
                      r"passed (?:my|all my|the|her|his) (?:\w+ )?(?:exams|finals|boards|papers)",
-                     r"finished (?:my|her|his) (?:\w+ )?(?:degree|course|studies|diploma|masters|phd|thesis)",
+                     r"finished (?:my|her|his) (?:\w+ )?(?:degree|course|studies|diploma|masters|master'?s|phd|"
+                     r"thesis|honou?rs)",
+                     r"started (?:my|her|his|a) (?:\w+ )?(?:master'?s|masters|phd|degree|course|apprenticeship|"
+                     r"diploma|studies)",
                      r"(?:i'?m|being|now|finally|officially) (?:now |finally |officially )?(?:a |an )?(?:fully )?"
                      r"(?:chartered|certified|qualified|licensed|registered) (?!to\b)")),
     Attribute("event",
@@ -318,6 +352,7 @@ class Change:
 # German", "cancelled Goa") or the subject and its verb ("Miguel and I broke up", "the party is moving to 2 September",
 # "Miso died"). The named thing links the change to the earlier statement that has the same word.
 _OBJECT_CUES = (r"left|quit|dropped|ditched|cancell?ed|sold|traded(?: in)?|replaced|swapped|gave up(?: on)?|"
+                r"given up(?: on)?|paused|"
                 r"stopped|got rid of|postponed|rescheduled|switched(?: from)?|moved (?:out of|away from)|"
                 r"hung up|retired from|bye bye|goodbye to|no more")
 # The object is a thing named before, so no indefinite article ("left a lasting impression", "quit a job"); a
@@ -331,6 +366,7 @@ _VERB_OBJECT = re.compile(
 _SUBJECT_VERB = re.compile(
     r"\b([A-Za-zÀ-ÿ][\w'-]*)(?:\s+and\s+I)?(?:(?:'s|\s+is|\s+has|\s+have|\s+was|\s+got)?\s+"
     r"(?:broke up|split up|moving to|moved to|been moved to|postponed|rescheduled|cancell?ed|died|passed away|"
+    r"passed(?= (?:in|last|on|recently|this|over)\b|\s*[.,!])|"
     r"written off|got written off|stolen)|(?:'s|’s|\s+is|\s+was|\s+has been|\s+have been)\s+gone)\b",
     re.IGNORECASE)
 # "left" in its other senses ("left my phone running", "left early"): a leaving names a proper noun ("left
@@ -410,10 +446,42 @@ def _clauses(text: str) -> list[str]:
     return [c.strip() for c in re.split(r"(?<=[.!?;])\s+|\s+(?:but|and then)\s+|,\s+so\s+", text) if c.strip()]
 
 
+_ASKS = re.compile(r"^(?:any|anyone|anybody|does|do|did|is|are|was|were|can|could|would|will|should|what|where|who|"
+                   r"how|when|why|which|has|have|got|tips|thoughts|ideas)\b", re.IGNORECASE)
+
+
+def _stated(clause: str) -> str | None:
+    """The statement a clause makes: itself, or for one that ends in a question ("My girlfriend Sienna and I are doing
+    the Great Ocean Road in March, Bec, any tips?") the part before the question, None when it all asks."""
+    if not clause.endswith("?"):
+        return clause
+    parts = re.split(r",\s+", clause)[:-1]
+    kept: list[str] = []
+    for part in parts:
+        if _ASKS.match(part):
+            break
+        kept.append(part)
+    return ", ".join(kept) or None
+
+
 def _opening(clause: str) -> str:
     """A clause without a leading discourse word ("Also, we postponed ..." is a change, not an addition)."""
     return re.sub(r"^(?:also|anyway|oh|so|well|okay|ok|and|btw|by the way|update|news)[,:!]?\s+", "", clause,
                   flags=re.IGNORECASE)
+
+
+_NAME_THEN_PRONOUN = re.compile(r"^(?P<name>(?-i:[A-Z])[\w-]+)(?:'s|’s)?\s[^.!?;]*?,\s*(?:and\s+)?(?:he|she)\s+"
+                                r"(?:(?:just|finally|has|had|'s)\s+)?$")
+"""A clause that names someone and goes on with "he" or "she" before its change: the change is the named person's."""
+
+
+def _is_adverb(word: str) -> bool:
+    """An adverb opening a clause ("Honestly", "Sadly"), not a name that ends like one ("Lily", "Emily", "Kelly")."""
+    return word.endswith("ly") and (len(word) >= 6 or word in _SHORT_ADVERBS)
+
+
+_SHORT_ADVERBS = frozenset({"sadly", "oddly", "only", "early", "truly", "duly", "fully", "newly", "madly", "badly",
+                            "daily", "rly"})
 
 
 def _subject(before: str) -> tuple[frozenset[str], bool] | None:
@@ -426,8 +494,8 @@ def _subject(before: str) -> tuple[frozenset[str], bool] | None:
     if m.group("name") is not None:
         name = m.group("name").removesuffix("'s").removesuffix("’s")
         key = name.casefold()
-        if (key in _NOT_NAMES or key in _NOT_SUBJECTS or key.endswith(("ing", "ly")) or len(key) < 2 or "'" in key
-                or _FIRST_PERSON.fullmatch(name) or _OTHERS.fullmatch(name)):
+        if (key in _NOT_NAMES or key in _NOT_SUBJECTS or key.endswith("ing") or _is_adverb(key) or len(key) < 2
+                or "'" in key or _FIRST_PERSON.fullmatch(name) or _OTHERS.fullmatch(name)):
             return None
         kin = _KIN_WORDS.match(key) is not None and m.group("title") is None
         return frozenset({key}), kin
@@ -489,6 +557,8 @@ def change_of(memory: Memory) -> Change | None:
                 or _NEGATED.search(clause) or (generic is not None and _UNSETTLED.search(clause))):
             continue
         subject = _subject(before) if before.strip() else None
+        if subject is None and (named_first := _NAME_THEN_PRONOUN.match(before)) is not None:
+            subject = _subject(named_first.group("name"))  # "Tomek's no longer in Norway, he got a job at ..."
         if subject is not None:
             if generic is not None or not subject[0]:
                 continue
@@ -496,10 +566,13 @@ def change_of(memory: Memory) -> Change | None:
                 found = [(a, c) for a, c in found if a != "pet"]
                 if not found:
                     continue
+            if {a for a, _ in found} == {"partner"} and not subject[1] and _FIRST_PERSON.search(body):
+                # "Jake's my ex now", "Kofi proposed! I said yes": the speaker's own relationship, named by the partner
+                return Change(speaker, frozenset({"partner"}), cues[0], frozenset(objects) | subject[0])
             return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects), subject[0],
                           subject[1])
         found = [(a, c) for a, c in found if a not in _THIRD_CHANGES or _THIRD_CHANGES[a].search(c) is None
-                 or ATTRIBUTES_BY_NAME[a].changes.search(c) is not None]
+                 or ATTRIBUTES_BY_NAME[a].changes.search(clause) is not None]
         if not found and not objects:
             continue
         if _OTHERS.search(before):
@@ -549,8 +622,8 @@ def names(memory: Memory, speaker: str, objects: frozenset[str]) -> str | None:
     who, body = speaker_and_body(memory)
     if who is None or who.casefold() != speaker.casefold() or not objects:
         return None
-    for clause in _clauses(body):
-        if clause.endswith("?") or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
+    for clause in filter(None, map(_stated, _clauses(body))):
+        if _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         for word in sorted(objects):
             at = _stem_at(word, clause)
@@ -565,8 +638,8 @@ def states(memory: Memory, speaker: str, attributes: frozenset[str]) -> str | No
     who, body = speaker_and_body(memory)
     if who is None or who.casefold() != speaker.casefold() or not attributes:
         return None
-    for clause in _clauses(body):
-        if clause.endswith("?") or _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
+    for clause in filter(None, map(_stated, _clauses(body))):
+        if _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         for attr in ATTRIBUTES:
             if attr.name not in attributes or not attr.terms.search(clause):
@@ -599,8 +672,8 @@ def tells_of(memory: Memory, change: Change) -> str | None:
         return None
     if not change.family and who.casefold() in change.subject:
         return states(memory, who, change.attributes)
-    for clause in _clauses(body):
-        if clause.endswith("?") or _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
+    for clause in filter(None, map(_stated, _clauses(body))):
+        if _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         named = [m for w in change.subject for m in re.finditer(rf"\b{re.escape(w)}\b", clause, re.IGNORECASE)
                  if change.family or m.group(0)[:1].isupper()]
@@ -706,6 +779,13 @@ class SupersessionDetector:
                    if m.network in NETWORKS and m.cites is None and not m.superseded_by
                    and (m.mentioned_at or m.created_at) < said]
         named = [(m, w) for m in earlier if (w := names(m, change.speaker, change.objects)) is not None]
+        if change.subject and not change.family and change.objects:
+            # "Amara: Chidi cancelled Fitness First": the thing named is in what Chidi said of himself
+            theirs = [(m, w) for m in earlier if (who := speaker_and_body(m)[0]) is not None
+                      and who.casefold() in change.subject and (w := names(m, who, change.objects)) is not None]
+            if theirs:
+                old, word = max(theirs, key=lambda mw: mw[0].mentioned_at or mw[0].created_at)
+                return old, {"named": word, "subject": sorted(change.subject)}
         if change.subject and not named:  # another person's change: the closest earlier statement about them
             for old in sorted((m for m in earlier if scored.get(m.id, -1.0) >= self.settings.min_similarity),
                               key=lambda m: -scored[m.id]):
