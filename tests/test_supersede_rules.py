@@ -349,3 +349,16 @@ def test_a_statement_before_a_trailing_question_is_still_a_statement() -> None:
     assert names(earlier, "Ola", change.objects) == "tomas"
     assert states(earlier, "Ola", frozenset({"partner"})) == "partner"
     assert names(said("Ola: Is Tomas coming to Crete?", "q"), "Ola", change.objects) is None  # it all asks
+
+
+@pytest.mark.parametrize("text", [
+    "Sue: Let me go and check the oven.",                  # not a dismissal
+    "Sue: Yesterday was my last day in Paris, so sad.",     # a trip ends, not a job
+    "Sue: It was my last day of school today.",             # a term ends
+    "Sue: My boss proposed a new rota for the summer.",     # a plan, not a marriage
+    "Sue: Time passed so quickly, we were there for hours.",
+    "Sue: Summer passed in a blur.",
+])
+def test_the_new_cues_keep_to_their_sense(text: str) -> None:
+    change = change_of(said(text))
+    assert change is None or not change.attributes & {"job", "partner", "pet"}, change

@@ -109,9 +109,13 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"warehouse|practice)\b)",
                      r"transferred to (?:the |our |a )?(?:\w+ ){0,2}(?:office|branch|site|store|base|depot|ward)",
                      r"back on (?:night|day|early|late|weekend) shifts", r"handed in (?:my|her|his) notice",
-                     r"let (?:me|him|her) go", r"(?:freelanc(?:er|ing)|self-employed) since",
+                     # "TD let me go in the spring cuts", never "let me go and check"
+                     r"let (?:me|him|her) go(?=\s*(?:[.!,;]|$|in the\b|after\b|last\b|because\b|when\b))",
+                     r"(?:freelanc(?:er|ing)|self-employed) since",
                      # "Friday was my last day", never "my last day of school" (a term ends, not a job)
-                     r"(?:was|is) my last day(?! of)", r"my last day at (?:work|the (?:office|firm|company|job))",
+                     # (nor "yesterday was my last day in Paris": a trip)
+                     r"(?:was|is) my last day(?=\s*[.!,;]|\s*$)",
+                     r"my last day at (?:work|the (?:office|firm|company|job|hospital|school))",
                      # the clause is the word: "Retired! Friday was my last day" (not "Mine retired")
                      r"^retired(?=\s*[!.,]|\s+(?:now|at last|finally|as of))",
                      r"(?:was|been|got|just got) (?:made|named|appointed|promoted to) (?:the )?(?:new )?"
@@ -123,7 +127,10 @@ ATTRIBUTES: tuple[Attribute, ...] = (
                      r"new (?:boyfriend|girlfriend|partner)", r"single (?:again|now)", r"ended (?:it|things)",
                      r"no longer (?:together|dating|with)",
                      # "Jake's my ex now", "Kofi proposed", "we called it off"
-                     r"(?:'s|’s|is) my ex\b", r"proposed", r"(?:we'?re|we are|i'?m|i am) (?:now )?engaged",
+                     r"(?:'s|’s|is) my ex\b",
+                     # a proposal of marriage, not of a plan: "Kofi proposed!", "he proposed at the beach"
+                     r"proposed(?=\s*(?:[.!,;]|$|to (?:me|him|her)\b|last\b|yesterday\b|at the\b|on the\b))",
+                     r"(?:we'?re|we are|i'?m|i am) (?:now )?engaged",
                      r"called (?:it|the wedding|the engagement) off")),
     Attribute("pet",
               _words(_PETS, r"aquarium"),
@@ -132,7 +139,8 @@ ATTRIBUTES: tuple[Attribute, ...] = (
               _words(r"(?<!phone )(?<!watch )(?<!battery )(?<!laptop )(?<!engine )(?<!computer )(?<!car )died",
                      r"passed away",
                      # a pet by its name: "After Fritz passed in the spring" (not "Ngozi passed her exams", not kin)
-                     r"(?!(?:Grandpa|Grandma|Gran|Granny|Grandad|Nana|Mum|Mom|Dad|Uncle|Aunt|Auntie)\b)"
+                     r"(?!(?:Grandpa|Grandma|Gran|Granny|Grandad|Nana|Mum|Mom|Dad|Uncle|Aunt|Auntie|Time|Years?|"
+                     r"Months?|Weeks?|Days?|Summer|Winter|Spring|Autumn|It|He|She|They|That|This|Bill|Law)\b)"
                      r"(?-i:[A-Z])\w+ passed(?= (?:in|last|on|recently|this|over)\b|\s*[.,!])",
                      r"put down", r"rehomed", r"gave (?:him|her|them) away",
                      r"lost (?:him|her|our|my)", r"gave (?:the|our|my) \w+ to",
