@@ -184,3 +184,38 @@ def test_qwen_extracts_city(model: str) -> None:
     ]
     place = llm.generate(messages, Place, max_tokens=24)
     assert place.city.strip().lower().startswith("lisbo")  # Lisbon, or Lisboa in Portuguese
+
+
+class Story(BaseModel):
+    text: str
+
+
+def test_stopping_the_server_waits_for_an_answer_in_flight(smol: LocalLLM) -> None:
+    """A background job's model call that ``Hindsight.close`` abandoned is still in flight when the process exits:
+    releasing llama.cpp's server in the middle of an answer never returned, so the process could not exit. Stopping
+    it now waits for the answer (bounded by its ``max_tokens``), then the next call starts a fresh server."""
+    import threading
+    import time
+
+    outcome: list[object] = []
+    done = threading.Event()
+
+    def call() -> None:
+        try:
+            outcome.append(smol.generate([{"role": "user", "content": "Write a long story about a dragon."}], Story,
+                                         max_tokens=200))
+        except Exception as exc:  # cut off by max_tokens is fine: the call ended
+            outcome.append(exc)
+        done.set()
+
+    server = smol.server
+    threading.Thread(target=call, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while server._in_flight == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server._in_flight == 1
+    stopper = threading.Thread(target=shutdown_local_servers, daemon=True)
+    stopper.start()
+    stopper.join(120)
+    assert not stopper.is_alive() and done.is_set() and outcome and not server.running
+    assert isinstance(smol.generate(FRUIT_PROMPT, Fruits, max_tokens=64), Fruits)

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import logging
 import os
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -226,6 +228,11 @@ class _ServerConfig:
     extra_params: dict[str, Any] = field(default_factory=dict)
 
 
+DRAIN_TIMEOUT_S = 600.0
+"""How long stopping a local server waits for requests in flight (one answer is bounded by its ``max_tokens``)."""
+log = logging.getLogger(__name__)
+
+
 class LocalLLMServer:
     """llama.cpp's OpenAI-compatible HTTP server (``xllamacpp.Server``) for one GGUF, on loopback.
 
@@ -273,6 +280,10 @@ class LocalLLMServer:
         self._server: xllamacpp.Server | None = None
         self._base_url: str | None = None
         self.startup_seconds: float | None = None
+        # Requests in flight: releasing the native server while one is answered never returns (llama.cpp's
+        # destructor joins the HTTP thread, which waits for an answer its stopped loop will not give).
+        self._calls = threading.Condition()
+        self._in_flight = 0
         """Wall time the last ``start()`` took (model load + health check)."""
 
     def __repr__(self) -> str:
@@ -378,8 +389,30 @@ class LocalLLMServer:
                 )
             time.sleep(0.1)
 
-    def close(self) -> None:
-        """Stop the server (idempotent). Releasing the ``xllamacpp.Server`` joins its threads."""
+    @contextlib.contextmanager
+    def request(self) -> Iterator[None]:
+        """Hold while a request to this server is in flight: ``close`` waits for it to be answered."""
+        with self._calls:
+            self._in_flight += 1
+        try:
+            yield
+        finally:
+            with self._calls:
+                self._in_flight -= 1
+                self._calls.notify_all()
+
+    def close(self, drain_timeout: float = DRAIN_TIMEOUT_S) -> None:
+        """Stop the server (idempotent). Releasing the ``xllamacpp.Server`` joins its threads.
+
+        A request still in flight (a background job's call that ``Hindsight.close`` abandoned) is answered first,
+        up to ``drain_timeout`` seconds: released in the middle of one, the native server never returns.
+        """
+        with self._calls:
+            if self._in_flight and self._server is not None:
+                log.warning("waiting for the local model to finish %d answer(s) in progress before stopping it",
+                            self._in_flight)
+                if not self._calls.wait_for(lambda: self._in_flight == 0, timeout=drain_timeout):
+                    log.error("the local model still answers after %.0f s; stopping it anyway", drain_timeout)
         with self._lock:
             server, self._server = self._server, None
             self._base_url = None
@@ -560,7 +593,10 @@ class LocalLLM:
         temperature: float = 0.0,
     ) -> T:
         """Structured output from the local model (see ``OpenAICompatibleLLM.generate``)."""
-        return self._delegate().generate(messages, schema, max_tokens=max_tokens, temperature=temperature)
+        client = self._delegate()
+        server = self._server
+        with server.request() if server is not None else contextlib.nullcontext():
+            return client.generate(messages, schema, max_tokens=max_tokens, temperature=temperature)
 
     async def agenerate(
         self,
@@ -574,4 +610,6 @@ class LocalLLM:
         client = self._client
         if client is None or self._server is None or not self._server.running:
             client = await asyncio.to_thread(self._delegate)  # may assemble + load: keep it off the loop
-        return await client.agenerate(messages, schema, max_tokens=max_tokens, temperature=temperature)
+        server = self._server
+        with server.request() if server is not None else contextlib.nullcontext():
+            return await client.agenerate(messages, schema, max_tokens=max_tokens, temperature=temperature)
