@@ -376,7 +376,9 @@ class Hindsight:
         Queued jobs stay queued, and a job inside a model call is abandoned: its answer is dropped, nothing of it is
         committed after this call (a commit already in progress finishes first), and the lease hands it back to the
         queue, so the next ``Hindsight.open`` (or ``hindsight worker``) runs it again. ``bank.wait_idle()`` first
-        to let queued work finish here. Closing twice is harmless.
+        to let queued work finish here. Closing twice is harmless. With the bundled local model, the process's exit
+        still waits for an abandoned call's answer (bounded by its ``max_tokens``): llama.cpp's server cannot be
+        stopped in the middle of one.
         """
         if self._closed:
             return
