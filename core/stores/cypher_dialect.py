@@ -16,13 +16,23 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import StoreError
+
+log = logging.getLogger(__name__)
+
+NEAR_TIME_CYPHER = (
+    "MATCH (u:Unit) WHERE u.bank_id = $bank AND u.occurred_start >= $lo AND u.occurred_start <= $hi "
+    "RETURN u.id AS id, u.occurred_start AS t ORDER BY abs(u.occurred_start - $t), u.seq LIMIT $limit"
+)
+NEAR_TIME_SQL_ROWS = 5000
+"""Rows an ArcadeDB SQL time-range read returns at most before it hands the query back to Cypher."""
 
 DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 """The graph server tried when neither an option nor ``NEO4J_URI`` names one."""
@@ -86,6 +96,12 @@ class CypherDialect:
     def after_schema(self, run: Callable[[str], list[dict[str, Any]]]) -> None:
         """Extra set-up outside Cypher, given a Cypher runner (nothing on Neo4j)."""
 
+    def units_near_time(self, read: Callable[..., list[dict[str, Any]]], bank_id: str, lo: float, hi: float,
+                        t: float, limit: int) -> list[dict[str, Any]]:
+        """Rows ``{id, t}`` of the bank's units whose occurrence starts in ``[lo, hi]``, nearest to ``t`` first (then
+        by ``seq``), at most ``limit``: a range on the (bank_id, occurred_start) index. ``read`` runs Cypher."""
+        return read(NEAR_TIME_CYPHER, bank=bank_id, lo=lo, hi=hi, t=t, limit=int(limit))
+
 
 @dataclass
 class ArcadeDBDialect(CypherDialect):
@@ -96,6 +112,8 @@ class ArcadeDBDialect(CypherDialect):
     database: str = "hindsight"
     user: str = "root"
     password: str = ""
+    sql_reads: bool = field(default=True, init=False, compare=False)
+    """Whether indexed reads go through SQL (turned off for good when the HTTP API cannot serve them)."""
 
     @property
     def fulltext_index(self) -> str:
@@ -126,10 +144,36 @@ class ArcadeDBDialect(CypherDialect):
             'METADATA {"analyzer": "org.apache.lucene.analysis.core.WhitespaceAnalyzer"}'
         )
 
-    def sql(self, command: str) -> Any:
-        """Run one SQL command through ArcadeDB's HTTP API (fixed statements only, never user input)."""
+    def units_near_time(self, read: Callable[..., list[dict[str, Any]]], bank_id: str, lo: float, hi: float,
+                        t: float, limit: int) -> list[dict[str, Any]]:
+        """As on Neo4j, but through SQL: ArcadeDB's Cypher does not use the composite range index for this filter
+        and scans the bank (100-170 ms per call at 67k units against 5-19 ms in SQL, one call per new unit's time,
+        so a raw ingest grew quadratic). Falls back to Cypher when the HTTP API cannot answer, for good."""
+        if self.sql_reads:
+            try:
+                answer = self.sql(
+                    "SELECT id, occurred_start AS t, seq FROM Unit WHERE bank_id = :bank AND occurred_start >= :lo "
+                    f"AND occurred_start <= :hi LIMIT {NEAR_TIME_SQL_ROWS + 1}",
+                    params={"bank": bank_id, "lo": lo, "hi": hi},
+                )
+                rows = answer.get("result") if isinstance(answer, dict) else None
+                if isinstance(rows, list) and len(rows) <= NEAR_TIME_SQL_ROWS:
+                    rows.sort(key=lambda r: (abs(float(r["t"]) - t), r.get("seq") or 0))
+                    return [{"id": r["id"], "t": r["t"]} for r in rows[: int(limit)]]
+            except (StoreError, KeyError, TypeError, ValueError) as exc:
+                self.sql_reads = False
+                log.warning("ArcadeDB's HTTP API at %s cannot serve indexed reads (%s); using Cypher, which scans",
+                            self.http_url, exc)
+        return super().units_near_time(read, bank_id, lo, hi, t, limit)
+
+    def sql(self, command: str, params: dict[str, Any] | None = None) -> Any:
+        """Run one SQL command through ArcadeDB's HTTP API: a fixed statement, values only as ``params`` (never
+        spliced into the command)."""
         url = f"{self.http_url.rstrip('/')}/api/v1/command/{self.database}"
-        body = json.dumps({"language": "sql", "command": command}).encode()
+        request: dict[str, Any] = {"language": "sql", "command": command}
+        if params:
+            request["params"] = params
+        body = json.dumps(request).encode()
         token = base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
         req = urllib.request.Request(
             url, data=body, method="POST",

@@ -472,3 +472,30 @@ def test_reopen_keeps_data(backend: Backend, store: GraphStore, bank_id: str) ->
     again = backend.store()
     assert again.unit_ids(bank_id) == {f"u{i}" for i in range(5)}
     assert [i for i, _ in again.keyword_search(bank_id, "retriever", 5)] == ["u3"]
+
+
+def test_arcadedb_reads_a_time_range_through_sql_and_falls_back_to_cypher(backend: Backend, bank_id: str) -> None:
+    """ArcadeDB's Cypher scans the whole bank for a range on (bank_id, occurred_start), its SQL reads the index: the
+    ArcadeDB dialect answers ``units_near_time`` through SQL, the same as the Cypher query does, and falls back to
+    that query for good when its HTTP API cannot answer (the Neo4j dialect has no SQL and always uses Cypher)."""
+    from hindsight_core.stores.cypher_dialect import ArcadeDBDialect, CypherDialect
+
+    s = backend.store()
+    seed(s, bank_id)
+    dialect = getattr(s, "dialect", None)
+    if backend.name == "embedded":
+        assert dialect is None  # SQLite has its own time index
+        return
+    assert isinstance(dialect, ArcadeDBDialect) and dialect.sql_reads  # the test servers are ArcadeDB
+    windows = [(day(1.2), 86400 * 1.5, 10), (day(1.2), 86400 * 1.5, 1), (day(0), 86400 * 30, 10), (day(9), 60.0, 5)]
+    by_sql = [s.units_near_time(bank_id, when, width, limit) for when, width, limit in windows]
+    assert dialect.sql_reads  # nothing failed: these answers came through SQL
+    cypher = CypherDialect()
+    for (when, width, limit), got in zip(windows, by_sql, strict=True):
+        t = when.timestamp()
+        rows = cypher.units_near_time(s._read, bank_id, t - width, t + width, t, limit)  # type: ignore[attr-defined]
+        assert [i for i, _ in got] == [r["id"] for r in rows]
+    assert [i for i, _ in by_sql[0]] == ["u1", "u2", "u0"]
+    dialect.http_url = "http://127.0.0.1:9"  # nothing listens there
+    assert s.units_near_time(bank_id, day(1.2), 86400 * 1.5, 10) == by_sql[0]  # Cypher answered
+    assert not dialect.sql_reads

@@ -279,11 +279,8 @@ class Neo4jUnits(Neo4jConnection):
         t = _ts(when)
         assert t is not None
         skip = set(exclude)
-        rows = self._read(
-            "MATCH (u:Unit) WHERE u.bank_id = $bank AND u.occurred_start >= $lo AND u.occurred_start <= $hi "
-            "RETURN u.id AS id, u.occurred_start AS t ORDER BY abs(u.occurred_start - $t), u.seq LIMIT $limit",
-            bank=bank_id, lo=t - window_s, hi=t + window_s, t=t, limit=int(limit) + len(skip),
-        )
+        rows = self.dialect.units_near_time(self._read, bank_id, t - window_s, t + window_s, t,
+                                            int(limit) + len(skip))
         return nearest(((r["id"], r["t"]) for r in rows), skip, limit)
 
     def neighbors(
