@@ -362,3 +362,12 @@ def test_a_statement_before_a_trailing_question_is_still_a_statement() -> None:
 def test_the_new_cues_keep_to_their_sense(text: str) -> None:
     change = change_of(said(text))
     assert change is None or not change.attributes & {"job", "partner", "pet"}, change
+
+
+@pytest.mark.parametrize("text", [
+    "Sue: Sam proposed! I'm so happy for them.",          # a friend's engagement
+    "Sue: Leo proposed to Mia last night, I cried.",       # to someone else
+])
+def test_someone_elses_proposal_is_not_the_speakers_change(text: str) -> None:
+    change = change_of(said(text))
+    assert change is None or change.subject or "partner" not in change.attributes, change

@@ -478,6 +478,9 @@ def _opening(clause: str) -> str:
                   flags=re.IGNORECASE)
 
 
+_THEM = _words(r"them", r"him", r"her", r"they", r"their", r"the couple", r"those two")
+"""Words that make a named person's engagement or break-up someone else's news ("So happy for them")."""
+
 _NAME_THEN_PRONOUN = re.compile(r"^(?P<name>(?-i:[A-Z])[\w-]+)(?:'s|’s)?\s[^.!?;]*?,\s*(?:and\s+)?(?:he|she)\s+"
                                 r"(?:(?:just|finally|has|had|'s)\s+)?$")
 """A clause that names someone and goes on with "he" or "she" before its change: the change is the named person's."""
@@ -574,7 +577,8 @@ def change_of(memory: Memory) -> Change | None:
                 found = [(a, c) for a, c in found if a != "pet"]
                 if not found:
                     continue
-            if {a for a, _ in found} == {"partner"} and not subject[1] and _FIRST_PERSON.search(body):
+            if ({a for a, _ in found} == {"partner"} and not subject[1] and _FIRST_PERSON.search(body)
+                    and not _OTHERS.search(body) and not _THEM.search(body)):  # "Sam proposed! Happy for them"
                 # "Jake's my ex now", "Kofi proposed! I said yes": the speaker's own relationship, named by the partner
                 return Change(speaker, frozenset({"partner"}), cues[0], frozenset(objects) | subject[0])
             return Change(speaker, frozenset(a for a, _ in found), cues[0], frozenset(objects), subject[0],
