@@ -280,11 +280,11 @@ class LocalLLMServer:
         self._server: xllamacpp.Server | None = None
         self._base_url: str | None = None
         self.startup_seconds: float | None = None
+        """Wall time the last ``start()`` took (model load + health check)."""
         # Requests in flight: releasing the native server while one is answered never returns (llama.cpp's
         # destructor joins the HTTP thread, which waits for an answer its stopped loop will not give).
         self._calls = threading.Condition()
         self._in_flight = 0
-        """Wall time the last ``start()`` took (model load + health check)."""
 
     def __repr__(self) -> str:
         state = self._base_url if self.running else "stopped"

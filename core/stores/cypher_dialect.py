@@ -33,6 +33,8 @@ NEAR_TIME_CYPHER = (
 )
 NEAR_TIME_SQL_ROWS = 5000
 """Rows an ArcadeDB SQL time-range read returns at most before it hands the query back to Cypher."""
+SQL_FAILURES_ALLOWED = 3
+"""Failed SQL reads in a row after which ArcadeDB's indexed reads go through Cypher for the rest of the process."""
 
 DEFAULT_NEO4J_URI = "bolt://127.0.0.1:7687"
 """The graph server tried when neither an option nor ``NEO4J_URI`` names one."""
@@ -113,7 +115,8 @@ class ArcadeDBDialect(CypherDialect):
     user: str = "root"
     password: str = ""
     sql_reads: bool = field(default=True, init=False, compare=False)
-    """Whether indexed reads go through SQL (turned off for good when the HTTP API cannot serve them)."""
+    """Whether indexed reads go through SQL (turned off for good after ``SQL_FAILURES_ALLOWED`` failures in a row)."""
+    _sql_failures: int = field(default=0, init=False, compare=False, repr=False)
 
     @property
     def fulltext_index(self) -> str:
@@ -159,11 +162,15 @@ class ArcadeDBDialect(CypherDialect):
                 rows = answer.get("result") if isinstance(answer, dict) else None
                 if isinstance(rows, list) and len(rows) <= NEAR_TIME_SQL_ROWS:
                     rows.sort(key=lambda r: (abs(float(r["t"]) - t), r.get("seq") or 0))
+                    self._sql_failures = 0
                     return [{"id": r["id"], "t": r["t"]} for r in rows[: int(limit)]]
             except (StoreError, KeyError, TypeError, ValueError) as exc:
-                self.sql_reads = False
-                log.warning("ArcadeDB's HTTP API at %s cannot serve indexed reads (%s); using Cypher, which scans",
-                            self.http_url, exc)
+                # One failure may be a busy moment: this read goes to Cypher; a few in a row turn SQL off.
+                self._sql_failures += 1
+                if self._sql_failures >= SQL_FAILURES_ALLOWED:
+                    self.sql_reads = False
+                    log.warning("ArcadeDB's HTTP API at %s cannot serve indexed reads (%s); using Cypher, which "
+                                "scans", self.http_url, exc)
         return super().units_near_time(read, bank_id, lo, hi, t, limit)
 
     def sql(self, command: str, params: dict[str, Any] | None = None) -> Any:
