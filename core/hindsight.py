@@ -109,6 +109,7 @@ class Hindsight:
         self._closed = False
         self.reconciled: dict[str, dict[str, int]] = {}
         self._close_index = False  # set by ``open`` for an index it created
+        self._warm_up_thread: threading.Thread | None = None
         self.lease.start()
         try:
             self._start_up(reconcile=reconcile, recover=recover)
@@ -267,8 +268,9 @@ class Hindsight:
         await asyncio.to_thread(self.warm_up)
 
     def warm_up_in_background(self) -> threading.Thread:
-        """``warm_up`` in a daemon thread (a failure there is logged, never raised: the first recall then loads
-        what it needs as it would have without it)."""
+        """``warm_up`` in a thread (a failure there is logged, never raised: the first recall then loads what it
+        needs as it would have without it). ``close`` and the process's exit wait for it: a native model load cut
+        off by the interpreter's teardown aborts the process."""
 
         def run() -> None:
             try:
@@ -276,7 +278,8 @@ class Hindsight:
             except Exception as exc:  # the first recall reports a real failure to its caller
                 log.warning("warm-up failed (%s); the first recall loads the models instead", exc)
 
-        thread = threading.Thread(target=run, name="hindsight-warm-up", daemon=True)
+        thread = threading.Thread(target=run, name="hindsight-warm-up", daemon=False)
+        self._warm_up_thread = thread
         thread.start()
         return thread
 
@@ -383,6 +386,9 @@ class Hindsight:
         if self._closed:
             return
         self._closed = True
+        warming = getattr(self, "_warm_up_thread", None)
+        if warming is not None:
+            warming.join(timeout=60)  # a model load: seconds
         self._gate.close()  # waits for a commit in progress only, never for a model call
         self.worker.stop(timeout=0)
         self.lease.stop()

@@ -82,7 +82,8 @@ VALID: dict[str, dict[str, Any]] = {
     "reembed": {"embedder": "minilm-int8"},
     "areembed": {"embedder": "minilm-int8"},
 }
-SKIP = {"hindsight", "profile", "open", "close", "recover", "notify_worker", "llm"}  # not argument-taking calls
+SKIP = {"hindsight", "profile", "open", "close", "recover", "notify_worker", "llm",  # not argument-taking calls
+        "warm_up", "awarm_up", "warm_up_in_background"}
 
 
 def public_methods(obj: Any) -> list[str]:
