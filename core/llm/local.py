@@ -594,8 +594,7 @@ class LocalLLM:
     ) -> T:
         """Structured output from the local model (see ``OpenAICompatibleLLM.generate``)."""
         client = self._delegate()
-        server = self._server
-        with server.request() if server is not None else contextlib.nullcontext():
+        with self._counted():
             return client.generate(messages, schema, max_tokens=max_tokens, temperature=temperature)
 
     async def agenerate(
@@ -610,6 +609,10 @@ class LocalLLM:
         client = self._client
         if client is None or self._server is None or not self._server.running:
             client = await asyncio.to_thread(self._delegate)  # may assemble + load: keep it off the loop
-        server = self._server
-        with server.request() if server is not None else contextlib.nullcontext():
+        with self._counted():
             return await client.agenerate(messages, schema, max_tokens=max_tokens, temperature=temperature)
+
+    def _counted(self) -> contextlib.AbstractContextManager[None]:
+        """Counts a call on the server it goes to (``LocalLLMServer.request``), so stopping it waits for the answer."""
+        server = self._server
+        return server.request() if server is not None else contextlib.nullcontext()

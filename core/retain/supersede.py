@@ -472,6 +472,11 @@ def _stated(clause: str) -> str | None:
     return ", ".join(kept) or None
 
 
+def _statements(body: str) -> list[str]:
+    """The clauses of an earlier message that state something (``_stated`` of each)."""
+    return [stated for clause in _clauses(body) if (stated := _stated(clause)) is not None]
+
+
 def _opening(clause: str) -> str:
     """A clause without a leading discourse word ("Also, we postponed ..." is a change, not an addition)."""
     return re.sub(r"^(?:also|anyway|oh|so|well|okay|ok|and|btw|by the way|update|news)[,:!]?\s+", "", clause,
@@ -634,7 +639,7 @@ def names(memory: Memory, speaker: str, objects: frozenset[str]) -> str | None:
     who, body = speaker_and_body(memory)
     if who is None or who.casefold() != speaker.casefold() or not objects:
         return None
-    for clause in filter(None, map(_stated, _clauses(body))):
+    for clause in _statements(body):
         if _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         for word in sorted(objects):
@@ -650,7 +655,7 @@ def states(memory: Memory, speaker: str, attributes: frozenset[str]) -> str | No
     who, body = speaker_and_body(memory)
     if who is None or who.casefold() != speaker.casefold() or not attributes:
         return None
-    for clause in filter(None, map(_stated, _clauses(body))):
+    for clause in _statements(body):
         if _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         for attr in ATTRIBUTES:
@@ -684,7 +689,7 @@ def tells_of(memory: Memory, change: Change) -> str | None:
         return None
     if not change.family and who.casefold() in change.subject:
         return states(memory, who, change.attributes)
-    for clause in filter(None, map(_stated, _clauses(body))):
+    for clause in _statements(body):
         if _WISH.search(clause) or _PAST_STORY.search(clause) or _PAST_EVENT.search(clause):
             continue
         named = [m for w in change.subject for m in re.finditer(rf"\b{re.escape(w)}\b", clause, re.IGNORECASE)

@@ -209,6 +209,10 @@ class IdVectorCopies:
         self.loads = 0
         self.last_load_seconds: float | None = None
 
+    def _held(self) -> int:
+        """Bytes all copies hold now (callers hold ``_lock``)."""
+        return sum(e.copy.nbytes for e in self._banks.values())
+
     def ready(self, bank_id: str) -> BankCopy | None:
         """The bank's copy if loaded (never starts a load)."""
         with self._lock:
@@ -234,7 +238,7 @@ class IdVectorCopies:
         with self._lock:
             if bank_id in self._banks or self._closed:
                 return None  # another thread started it meanwhile, or the index closed
-            held = sum(e.copy.nbytes for e in self._banks.values())
+            held = self._held()
             # Room for the bank and a few retain batches beyond it, counted in the budget as allocated.
             capacity = n + max(1024, n // 64)
             if n <= self.min_vectors or dim <= 0 or held + capacity * dim * np.dtype(self.dtype).itemsize \
@@ -300,7 +304,7 @@ class IdVectorCopies:
                     else:
                         entry.copy.delete(written)
                 entry.pending.clear()
-                if sum(e.copy.nbytes for e in self._banks.values()) > self.max_bytes:
+                if self._held() > self.max_bytes:
                     return  # the writes queued during the load outgrew the budget: the index's own path
                 expected = count()
                 if len(entry.copy) != expected:
@@ -340,7 +344,7 @@ class IdVectorCopies:
                 except BaseException:
                     del self._banks[bank_id]  # half applied: never ranked from again
                     raise
-                if sum(e.copy.nbytes for e in self._banks.values()) > self.max_bytes:
+                if self._held() > self.max_bytes:
                     del self._banks[bank_id]  # outgrew the budget: the index's own path again
 
     def holds(self, bank_id: str) -> bool:
