@@ -406,10 +406,14 @@ class TraceItem(BaseModel):
     demoted: bool = Field(False, description="packed after the memory that superseded it (the question asks what "
                                              "is current), not at its fused rank")
     brought_by: str | None = Field(None, description="the superseded memory whose rank brought this current one in")
+    later_statement: str | None = Field(None, description="the same speaker's later message on the same subject that "
+                                                          "was packed just ahead of this one, for a question about how "
+                                                          "things are now (RecallSettings.later_first_depth)")
     demoted_as: str | None = Field(None, description="why it was packed below its fused rank: 'superseded' (with "
-                                                     "``demoted``), or 'question' / 'acknowledgement': a message that "
-                                                     "only asks or acknowledges, packed after the next memory that "
-                                                     "says something (RecallSettings.question_rule)")
+                                                     "``demoted``), 'said_earlier' (with ``later_statement``), or "
+                                                     "'question' / 'acknowledgement': a message that only asks or "
+                                                     "acknowledges, packed after the next memory that says something "
+                                                     "(RecallSettings.question_rule)")
 
 
 class RecallTrace(BaseModel):

@@ -387,7 +387,9 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--data", help="locomo10.json (default: $HINDSIGHT_LOCOMO or shared/data/locomo10.json)")
     p.add_argument("--realtalk", help="realtalk_dev.json (default: beside locomo10.json)")
     p.add_argument("--no-realtalk", action="store_true", help="LoCoMo only")
-    p.add_argument("--rules", type=name_list, help="question rules to compare (default off,demote,pair; off first)")
+    p.add_argument("--rules", type=name_list, help="question rules to compare (default off,demote,pair; off first), "
+                                                   "or recall settings as field=value, the first the baseline "
+                                                   "(later_first_depth=10,later_first_depth=0)")
     p.add_argument("--conversations", type=positive_int, help="only the first N conversations of each set")
     p.add_argument("--questions", type=positive_int, help="only the first N questions of each conversation")
     p.add_argument("--workdir", help="keep the banks here (default: a temporary directory)")

@@ -33,6 +33,17 @@ def _question_or_short(text: str) -> bool:
     return body.rstrip().endswith("?") or len(body.split()) <= 3
 
 
+def variant(base: Any, rule: str) -> Any:
+    """The recall settings of one compared variant: a question rule ("off", "demote", "pair") or ``field=value`` of
+    ``RecallSettings`` ("later_first_depth=0"), on top of ``base``."""
+    if "=" not in rule:
+        return base.model_copy(update={"question_rule": rule})
+    name, value = (part.strip() for part in rule.split("=", 1))
+    if name not in type(base).model_fields:
+        raise ValueError(f"unknown recall setting {name!r}")
+    return type(base).model_validate({**base.model_dump(), name: value})
+
+
 def run_questions(
     datasets: dict[str, tuple[Path, str]],
     *,
@@ -44,7 +55,8 @@ def run_questions(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """``datasets``: name -> (data file in LoCoMo's format, split). Returns, per dataset and rule, the mean
-    metrics in percent, the top-result shares, and the questions whose top result changed."""
+    metrics in percent, the top-result shares, and the questions whose top result changed. ``rules``: question
+    rules ("off" is put first) or ``field=value`` variants of the recall settings (the first is the baseline)."""
     from tqdm import tqdm
 
     from hindsight_core.cli.formats import evidence_ids, locomo_sessions
@@ -55,7 +67,7 @@ def run_questions(
     from .metrics import mean_percent
     from .report import run_info
 
-    if not rules or rules[0] != "off":
+    if not any("=" in r for r in rules) and (not rules or rules[0] != "off"):
         rules = ("off", *[r for r in rules if r != "off"])
     tmp = tempfile.TemporaryDirectory(prefix="hindsight-questions-") if workdir is None else None
     root = Path(workdir or tmp.name)  # type: ignore[union-attr]
@@ -67,7 +79,7 @@ def run_questions(
             if not isinstance(recaller.embedder, QueryEmbeddingCache):  # one embedding per question, every rule
                 recaller.embedder = QueryEmbeddingCache(recaller.embedder)
             base = recaller.settings
-            settings = {r: base.model_copy(update={"question_rule": r}) for r in rules}
+            settings = {r: variant(base, r) for r in rules}
             for name, (path, split) in datasets.items():
                 samples = split_samples(json.loads(Path(path).read_text(encoding="utf-8")), split)
                 if limit_conversations:
@@ -116,7 +128,7 @@ def run_questions(
                             changed.append({"sample_id": sample["sample_id"], "question": query,
                                             "evidence": sorted(evidence), "top": firsts})
                 bar.close()
-                n = len(scores["off"]["R@5"])
+                n = len(scores[rules[0]]["R@5"])
                 out["datasets"][name] = {
                     "split": split, "questions": n, "units": n_units,
                     "retain_units_per_s": round(n_units / retain_s, 1) if retain_s else None,
@@ -137,11 +149,12 @@ def format_dataset(name: str, result: dict[str, Any]) -> str:
     """One dataset's table: a row per rule, with the difference to ``off``."""
     from .report import md_table
 
-    base = result["rules"]["off"]
+    first = next(iter(result["rules"]))
+    base = result["rules"][first]
     rows = []
     for rule, r in result["rules"].items():
         rows.append([rule, r["top_classified"], r["top_question_or_short"],
-                     *(f"{r[m]:.1f}" + ("" if rule == "off" else f" ({r[m] - base[m]:+.1f})") for m in METRICS)])
+                     *(f"{r[m]:.1f}" + ("" if rule == first else f" ({r[m] - base[m]:+.1f})") for m in METRICS)])
     head = (f"{name} ({result['split']}, {result['questions']} questions, {result['units']} units): "
             "top result a pure question or acknowledgement, % (classified / ends with ? or <= 3 words)")
     return "\n".join([head, *md_table(["rule", "top classified %", "top ? or short %", *METRICS], rows)])
@@ -167,7 +180,7 @@ def cmd_questions(args: Any) -> dict[str, Any] | None:
             raise BenchError(f"data not found: {path}")
     log = stderr_print if args.json else print
     rules = args.rules or list(RULES)
-    unknown = set(rules) - set(RULES)
+    unknown = {r for r in rules if "=" not in r} - set(RULES)
     if unknown:
         raise BenchError(f"unknown rule(s) {sorted(unknown)}; use {', '.join(RULES)}")
     try:

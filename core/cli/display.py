@@ -137,6 +137,9 @@ def _placement(m: Memory, item: TraceItem | None, position: dict[str, int], rera
 
     if item is not None and item.context_of:
         return f"context: the memory just before or after {ref(item.context_of)} in its document"
+    if item is not None and item.later_statement:
+        return (f"the same speaker said {ref(item.later_statement)} later on the same subject: packed after it, for a "
+                "question about how things are now")
     if item is not None and item.demoted_as in ("question", "acknowledgement"):
         what = "only asks" if item.demoted_as == "question" else "only acknowledges"
         return f"it {what}: packed after the next memory that says something"

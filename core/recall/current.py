@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import islice
 
+import numpy as np
+
 from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory, TimeRange
 from ..temporal import TemporalConstraint
 
@@ -48,6 +50,8 @@ class CurrentNotes:
 
     demoted: set[str] = field(default_factory=set)
     brought_by: dict[str, str] = field(default_factory=dict)
+    later_first: dict[str, str] = field(default_factory=dict)
+    """Memories moved ahead by ``later_first``: the later memory's id -> the id of the earlier one it now precedes."""
 
 
 def current_first(
@@ -77,6 +81,62 @@ def current_first(
             notes.demoted.add(m.id)
         shown.add(m.id)
         yield m
+
+
+_PRESENT = re.compile(r"\b(?:now|currently|these days|nowadays|at the moment|still|any ?more)\b", re.IGNORECASE)
+_PAST_ASKED = re.compile(r"\b(?:did|was|were|had|used to)\b", re.IGNORECASE)
+
+
+def asks_how_things_are(query: str) -> bool:
+    """Whether a question asks how things are now: "now", "currently", "these days", "still", or no verb in the past
+    or perfect ("Where does Ana live?", "What is Carla's job?"; not "What did Ana do in May?")."""
+    return _PRESENT.search(query) is not None or _PAST_ASKED.search(query) is None
+
+
+def later_first(
+    memories: Iterator[Memory], vectors: Callable[[Sequence[str]], dict[str, np.ndarray]],
+    plain: Callable[[Memory], bool], subject: Callable[[Memory], str | None], notes: CurrentNotes,
+    depth: int, min_similarity: float,
+) -> Iterator[Memory]:
+    """The memories in rank order, except that within the first ``depth`` a later memory that states plainly how
+    things are for its subject (``plain``: no plan, addition, visit, story or news of others; ``subject``: a message's
+    speaker, a fact's person) comes before an earlier memory of the same subject on the same subject matter (cosine
+    of their vectors >= ``min_similarity``) that outranked it, said on an earlier day. For a question about how things
+    are now, where no supersession was recorded: the change rules know the words of a change, this order only that
+    the same person said something newer about the same thing. The earlier memory stays right behind it; ranks
+    beyond ``depth`` are untouched."""
+    head = list(islice(memories, depth))
+    if len(head) > 1:
+        who = [subject(m) for m in head]
+        day = [d.date() if (d := m.mentioned_at or m.occurred_start) is not None else None for m in head]
+
+        def before(i: int, j: int) -> bool:  # i, still current, is of the same subject as j, said on an earlier day
+            a, b = day[i], day[j]
+            return (who[j] is not None and who[i] == who[j] and a is not None and b is not None and a < b
+                    and head[i].superseded_by is None)  # a superseded one already follows what replaced it
+
+        movable = [j for j in range(1, len(head)) if head[j].superseded_by is None
+                   and any(before(i, j) for i in range(j)) and plain(head[j])]
+        if movable:
+            vec = vectors([m.id for m in head])
+            order = list(range(len(head)))
+            for j in movable:
+                at = order.index(j)
+                for pos in range(at):
+                    i = order[pos]
+                    if (before(i, j) and head[i].id in vec and head[j].id in vec
+                            and _cosine(vec[head[i].id], vec[head[j].id]) >= min_similarity):
+                        order.insert(pos, order.pop(at))
+                        notes.later_first[head[j].id] = head[i].id
+                        break
+            head = [head[k] for k in order]
+    yield from head
+    yield from memories
+
+
+def _cosine(a: np.ndarray, b: np.ndarray) -> float:
+    norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(np.dot(a, b)) / norm if norm else 0.0
 
 
 def past_first(

@@ -15,12 +15,22 @@ from ..config import RecallSettings
 from ..embedders import Embedder, embed_queries
 from ..errors import InvalidInputError, StoreError, shown
 from ..models import Memory, Network, Recall, RecallTrace, TimeRange, TraceItem, utcnow
+from ..retain.supersede import plain_statement, subject_of
 from ..stores.base import VectorIndex
 from ..temporal import TemporalConstraint, parse_temporal, resolve_anchor
 from ..text.inputs import clean_text, parse_timestamp
 from ..validation import When, Window
 from . import channels as ch
-from .current import CurrentNotes, as_believed, asks_about_past, current_first, past_first, speaks_of
+from .current import (
+    CurrentNotes,
+    as_believed,
+    asks_about_past,
+    asks_how_things_are,
+    current_first,
+    later_first,
+    past_first,
+    speaks_of,
+)
 from .deadline import Deadline, check_deadline_ms
 from .fusion import reciprocal_rank_fusion
 from .packing import distinct_evidence_first, pack
@@ -223,6 +233,9 @@ class RecallPipeline:
         load = lambda ids: list(self._iter_memories(bank_id, list(ids), nets, window, notes.as_of))  # noqa: E731
         if notes.current_first:
             memories = current_first(memories, load, notes.as_of, notes.current)
+            if s.later_first_depth > 1 and asks_how_things_are(query):
+                memories = later_first(memories, lambda ids: self.index.get_embeddings(bank_id, ids), plain_statement,
+                                       subject_of, notes.current, s.later_first_depth, s.later_first_similarity)
         else:  # a question about the past: what was true before comes before what replaced it
             about = speaks_of(notes.asked_time) if notes.asked_time is not None else None
             memories = past_first(memories, lambda ids: self.store.superseded_by_ids(bank_id, ids), load,
@@ -387,6 +400,7 @@ def _trace(
     selected = {m.id: tokens for m, tokens in chosen}
     superseded = {m.id: m.superseded_by for m, _ in chosen if m.superseded_by is not None}
     scores = dict(fused)
+    earlier = {old: new for new, old in notes.current.later_first.items()}
     unranked = list(dict.fromkeys(i for i in chain(notes.found_by, notes.context_of, notes.current.brought_by,
                                                    notes.questions.paired) if i not in scores))
     return RecallTrace(
@@ -402,8 +416,9 @@ def _trace(
                 cites=notes.cites.get(i), covered_by=notes.covered_by.get(i), found_by=notes.found_by.get(i),
                 superseded_by=superseded.get(i),
                 demoted=i in notes.current.demoted,
-                demoted_as=notes.questions.demoted.get(i) or ("superseded" if i in notes.current.demoted else None),
-                brought_by=notes.current.brought_by.get(i),
+                demoted_as=notes.questions.demoted.get(i) or ("superseded" if i in notes.current.demoted else None)
+                or ("said_earlier" if i in earlier else None),
+                brought_by=notes.current.brought_by.get(i), later_statement=earlier.get(i),
             )
             for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
         ],

@@ -545,6 +545,76 @@ def _same(clause: str, attributes: Sequence[str], cue_at: int) -> bool:
     return _SAME.search(phrase) is not None or _ADDED.search(clause) is not None
 
 
+# What keeps a later message from standing for how things are now, though it is about the same thing (recall's
+# later-first order, ``plain_statement``): a visit or trip, an age in a story, an addition ("... too, for fun").
+_AWAY = _words(r"visit(?:ing|ed)?", r"trip", r"holiday", r"vacation", r"while (?:in|at|visiting)",
+               r"spent (?:the |a )?(?:\w+ )?(?:weekend|week|day|night|half-term|summer|holidays?)",
+               r"for the (?:\w+ )?weekend", r"(?:went|go|going) to (?:a|the|an) (?:\w+ )?(?:game|match|gig|concert)")
+_AGE_STORY = re.compile(r"\b(?:at|aged?) (?:\d{1,2}|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty)\b", re.IGNORECASE)
+_TOO = re.compile(r"\s(?:too|as well)(?=[,.!;]|$)", re.IGNORECASE)
+_OUR_OTHERS = _words(r"our (?:\w+ )?(?:friends?|neighbou?rs?|parents|kids|children|family|relatives|cousins?)")
+
+
+def plain_statement(memory: Memory) -> bool:
+    """Whether a memory states how things are for its subject (``subject_of``): it says something (not only asks),
+    and none of what it says is a plan or wish, an addition ("also", "on the side", "... too"), a story of the past,
+    a negated change, a visit or trip, or, for a raw message, news of someone else. Recall's later-first order moves
+    only such a memory ahead of an earlier one of the same subject."""
+    subject = subject_of(memory)
+    if subject is None:
+        return False
+    speaker, body = speaker_and_body(memory)
+    said = _statements(body)
+    if sum(len(clause.split()) for clause in said) < 4:  # nothing said, or "Thanks, Mel!"
+        return False
+    for clause in said:
+        if (_HEDGE.search(clause) or _SAME.search(clause) or _TOO.search(clause) or _PAST_STORY.search(clause)
+                or _AGE_STORY.search(clause) or _NEGATED.search(clause) or _AWAY.search(clause)):
+            return False
+        # A fact, or a message telling of someone else, speaks of its subject in the third person; in a message of
+        # the speaker's own, "he", "my sister" is someone else.
+        if speaker == subject and (_OTHERS.search(clause) or _OUR_OTHERS.search(clause)):
+            return False
+    return True
+
+
+_FACT_SUBJECT = re.compile(r"^((?-i:[A-Z])[\w-]+)\s")
+_TOLD_OF = re.compile(
+    rf"^(?:(?:my|our)\s+(?:(?:older|younger|big|little|baby|best|eldest|youngest)\s+)?(?:{_KIN}|{_KNOWN}),?\s+)?"
+    r"(?P<name>(?-i:[A-Z])[\w-]+)(?:'s|’s)?\s", re.IGNORECASE)
+
+
+def subject_of(memory: Memory) -> str | None:
+    """Whom a memory is about: the person a raw message opens with when it tells of someone else ("Bec: Lily's
+    finished her honours", "Chidi: My sister Ngozi is a resident now" -> Lily, Ngozi; a name of the message's
+    entities, in a first clause without "I", "my", "we"), else its speaker; the person an LLM fact opens with when
+    it is one of the fact's entities ("Zoe started as a trainee vet nurse" -> Zoe; "Zoe's brother ..." -> None);
+    else None."""
+    speaker, body = speaker_and_body(memory)
+    if speaker is not None:
+        told = _told_of(memory, body)
+        return told if told is not None and told.casefold() != speaker.casefold() else speaker
+    if memory.cites is None:
+        return None
+    m = _FACT_SUBJECT.match(memory.text)
+    if m is None or m.group(1).casefold() not in {e.casefold() for e in memory.entities}:
+        return None
+    return m.group(1)
+
+
+def _told_of(memory: Memory, body: str) -> str | None:
+    clauses = _clauses(body)
+    if not clauses:
+        return None
+    m = _TOLD_OF.match(clauses[0])
+    if m is None or m.group("name").casefold() not in {e.casefold() for e in memory.entities}:
+        return None
+    kin = m.end("name") > m.start("name") and m.start("name") > 0
+    if not kin and _FIRST_PERSON.search(clauses[0]):
+        return None  # "Ellie set up my new iPhone": the speaker's own phone
+    return m.group("name")
+
+
 def change_of(memory: Memory) -> Change | None:
     """The change a raw message states about its speaker or about another person it names first ("Uncle Ray
     retired"), or None (a question, a plan or wish, a restatement, an addition, a story about the past, news of
