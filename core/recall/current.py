@@ -107,7 +107,7 @@ def later_first(
     beyond ``depth`` are untouched."""
     head = list(islice(memories, depth))
     if len(head) > 1:
-        who = [subject(m) for m in head]
+        who = [who.casefold() if (who := subject(m)) is not None else None for m in head]
         day = [d.date() if (d := m.mentioned_at or m.occurred_start) is not None else None for m in head]
 
         def before(i: int, j: int) -> bool:  # i, still current, is of the same subject as j, said on an earlier day

@@ -609,7 +609,7 @@ def _told_of(memory: Memory, body: str) -> str | None:
     m = _TOLD_OF.match(clauses[0])
     if m is None or m.group("name").casefold() not in {e.casefold() for e in memory.entities}:
         return None
-    kin = m.end("name") > m.start("name") and m.start("name") > 0
+    kin = m.start("name") > 0  # "My sister Ngozi ...": the name after the kin word
     if not kin and _FIRST_PERSON.search(clauses[0]):
         return None  # "Ellie set up my new iPhone": the speaker's own phone
     return m.group("name")

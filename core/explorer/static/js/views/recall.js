@@ -57,6 +57,7 @@ function returnedText(c) {
   if (c.context_of) return '✓ context';
   if (c.demoted) return '✓ after its successor';
   if (c.demoted_as === 'question' || c.demoted_as === 'acknowledgement') return '✓ after an answer';
+  if (c.later_statement) return '✓ after a later one';
   if (c.brought_by) return '✓ brought in';
   return '✓';
 }
@@ -66,6 +67,7 @@ function returnedTitle(c) {
   if (c.demoted) return 'superseded: packed right after the memory that is current in its place';
   if (c.demoted_as === 'question') return 'only asks: packed after the next memory that says something';
   if (c.demoted_as === 'acknowledgement') return 'only acknowledges: packed after the next memory that says something';
+  if (c.later_statement) return 'the same person said something later on the same subject: packed after it, for a question about how things are now';
   if (c.brought_by) return 'brought in where the memory it superseded (or, for a question about the past, that superseded it) ranked';
   return '';
 }
