@@ -45,7 +45,8 @@ def order(memories: list[Memory], same: set[str], depth: int = 10) -> tuple[list
 def test_a_later_plain_statement_of_the_same_speaker_on_the_same_subject_comes_first() -> None:
     cook = said("cook", "Priya: I'm a line cook at a noodle bar in Leith, long shifts but fun.", 2023)
     other = said("other", "Sam: The ferry was late again.", 2024)
-    chef = said("chef", "Priya: Week two as a junior sous chef at the hotel by the docks, the kitchen is huge.", 2024)
+    chef = said("chef", "Priya: Week two as a junior sous chef at the hotel by the docks, my feet are killing me.",
+                2024)
     ids, notes = order([cook, other, chef], {"cook", "chef"})
     assert ids == ["chef", "cook", "other"]
     assert notes.later_first == {"chef": "cook"}
@@ -76,6 +77,9 @@ def test_a_facts_subject_is_the_person_it_opens_with_and_it_moves_like_a_message
     "Priya: My brother got a job as a sous chef at the hotel.",  # news of someone else
     "Priya: Our neighbours opened a noodle bar by the docks.",  # news of someone else
     "Priya: Anyone know a good knife sharpener?",  # only asks
+    "Priya: Hey have you ever eaten at the hotel by the docks",  # asks, without its mark
+    "Priya: The noodle bars in this city are full of talented cooks.",  # a remark about the world, not about her
+    "Priya: Talk to you tomorrow! Good night",  # small talk
 ])
 def test_plans_additions_visits_stories_news_and_questions_never_move(later: str) -> None:
     cook = said("cook", "Priya: I'm a line cook at a noodle bar in Leith, long shifts but fun.", 2023)
@@ -101,9 +105,9 @@ def test_only_the_same_speaker_a_later_day_a_close_subject_and_the_first_ranks_m
 
 
 @pytest.mark.parametrize(("question", "now"), [
-    ("Where does Priya work?", True), ("What is Priya's job now?", True), ("Is Priya still cooking?", True),
-    ("Does Priya have a dog?", True), ("What did Priya do in 2023?", False), ("Where was Priya working?", False),
-    ("What job had Priya before?", False),
+    ("What is Priya's job now?", True), ("Is Priya still cooking?", True), ("Where does Priya work these days?", True),
+    ("Does Priya currently have a dog?", True), ("Where does Priya work?", False),
+    ("What did Priya do in 2023?", False), ("What job had Priya before?", False),
 ])
 def test_only_questions_about_how_things_are_now(question: str, now: bool) -> None:
     assert asks_how_things_are(question) is now
@@ -115,8 +119,8 @@ def _bank(hs: Hindsight) -> None:
                  {"speaker": "Sam", "text": "Did you see the match on Saturday?"}],
                 timestamp=datetime(2023, 3, 1, tzinfo=UTC), extract=False)
     bank.retain([{"speaker": "Sam", "text": "The ferry was late again, forty minutes in the rain."},
-                 {"speaker": "Priya", "text": "Week two as a junior sous chef at the hotel by the docks, the "
-                                              "kitchen is huge."}],
+                 {"speaker": "Priya", "text": "Week two as a junior sous chef at the hotel by the docks, my "
+                                              "feet are killing me."}],
                 timestamp=datetime(2024, 3, 1, tzinfo=UTC), extract=False)
 
 
@@ -134,7 +138,7 @@ def test_real_recall_puts_the_later_statement_first_and_the_trace_says_why(tmp_p
         return [kind.get(m.id, "other") for m in rec.memories[:2]], {i.memory_id: i for i in rec.trace.items}, \
             {v: k for k, v in kind.items()}
 
-    question = "What is Priya's job at the noodle bar?"
+    question = "What is Priya's job at the noodle bar now?"
     fused, items, _ = recall(0, question)
     assert fused == ["cook", "chef"]  # fusion alone puts the first job first (the question names the noodle bar)
     assert not any(i.later_statement for i in items.values())
@@ -142,4 +146,6 @@ def test_real_recall_puts_the_later_statement_first_and_the_trace_says_why(tmp_p
     assert ordered == ["chef", "cook"]
     assert items[ids["cook"]].later_statement == ids["chef"] and items[ids["cook"]].demoted_as == "said_earlier"
     _, items, _ = recall(10, "What was Priya's job at the noodle bar in 2023?")
+    assert not any(i.later_statement for i in items.values())
+    _, items, _ = recall(10, "What is Priya's job at the noodle bar?")  # not asked of the present in so many words
     assert not any(i.later_statement for i in items.values())

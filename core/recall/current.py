@@ -84,13 +84,13 @@ def current_first(
 
 
 _PRESENT = re.compile(r"\b(?:now|currently|these days|nowadays|at the moment|still|any ?more)\b", re.IGNORECASE)
-_PAST_ASKED = re.compile(r"\b(?:did|was|were|had|used to)\b", re.IGNORECASE)
 
 
 def asks_how_things_are(query: str) -> bool:
-    """Whether a question asks how things are now: "now", "currently", "these days", "still", or no verb in the past
-    or perfect ("Where does Ana live?", "What is Carla's job?"; not "What did Ana do in May?")."""
-    return _PRESENT.search(query) is not None or _PAST_ASKED.search(query) is None
+    """Whether a question asks how things are at present, in so many words: "now", "currently", "these days",
+    "still", "any more" ("Where does Ana live now?"; not "Where does Ana live?", which LoCoMo-style questions ask of
+    the past as often as of the present)."""
+    return _PRESENT.search(query) is not None
 
 
 def later_first(

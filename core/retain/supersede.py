@@ -553,6 +553,17 @@ _AWAY = _words(r"visit(?:ing|ed)?", r"trip", r"holiday", r"vacation", r"while (?
 _AGE_STORY = re.compile(r"\b(?:at|aged?) (?:\d{1,2}|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty)\b", re.IGNORECASE)
 _TOO = re.compile(r"\s(?:too|as well)(?=[,.!;]|$)", re.IGNORECASE)
 _OUR_OTHERS = _words(r"our (?:\w+ )?(?:friends?|neighbou?rs?|parents|kids|children|family|relatives|cousins?)")
+_SMALL_TALK = _words(r"(?:i'?m|im|i am|all|we'?re) (?:\w+ )?(?:great|good|well|ok|okay|fine|alright)",
+                     r"thanks? (?:you )?for asking", r"good (?:night|morning|evening)", r"nice to (?:meet|talk|chat)",
+                     r"talk (?:to you )?(?:soon|later|tomorrow)", r"see (?:you|ya) (?:soon|later|tomorrow)")
+_ASKS_UNMARKED = re.compile(r"^(?:(?:hey|hi|so|oh|and|but|well|ok|okay),?\s+)?(?:have|do|did|are|were|can|could|would|"
+                            r"will|is)\s+(?:you|u|ya)\b", re.IGNORECASE)
+"""A question without its question mark ("Hey have you ever eaten ..."), as real chat writes them."""
+_OWN_OPENING = re.compile(r"^(?:just |finally |officially |now |still )?(?:[a-z]{3,}(?:ed|ing)|got|sold|quit|left|hung|"
+                          r"took|gave|made|bought|went|broke|split|lost|found|had|came|won|began|met|saw|spent|kept|"
+                          r"sent|built|paid|felt|heard)\b", re.IGNORECASE)
+"""A clause that opens with its verb, its subject left out: the speaker's ("Found a charger", "Plugging the Kia in
+every night now")."""
 
 
 def plain_statement(memory: Memory) -> bool:
@@ -564,8 +575,16 @@ def plain_statement(memory: Memory) -> bool:
     if subject is None:
         return False
     speaker, body = speaker_and_body(memory)
-    said = _statements(body)
+    # Small talk ("Talk to you tomorrow! Good night", "I'm doing great, thanks for asking") and questions without
+    # their mark state nothing; what is left of a message must.
+    said = [left for clause in _statements(body) if not _ASKS_UNMARKED.match(clause)
+            and (left := _SMALL_TALK.sub("", clause).strip(" ,.!;-"))]
     if sum(len(clause.split()) for clause in said) < 4:  # nothing said, or "Thanks, Mel!"
+        return False
+    own = speaker == subject
+    # The speaker's own state is said of the speaker ("I", "my", "we", or a clause opening with its verb: "Sold the
+    # Enfield"); a remark about the world ("The NFL is full of talent") states nothing about them.
+    if own and not any(_FIRST_PERSON.search(clause) or _OWN_OPENING.match(clause) for clause in said):
         return False
     for clause in said:
         if (_HEDGE.search(clause) or _SAME.search(clause) or _TOO.search(clause) or _PAST_STORY.search(clause)
@@ -573,7 +592,7 @@ def plain_statement(memory: Memory) -> bool:
             return False
         # A fact, or a message telling of someone else, speaks of its subject in the third person; in a message of
         # the speaker's own, "he", "my sister" is someone else.
-        if speaker == subject and (_OTHERS.search(clause) or _OUR_OTHERS.search(clause)):
+        if own and (_OTHERS.search(clause) or _OUR_OTHERS.search(clause)):
             return False
     return True
 
