@@ -149,3 +149,15 @@ def test_real_recall_puts_the_later_statement_first_and_the_trace_says_why(tmp_p
     assert not any(i.later_statement for i in items.values())
     _, items, _ = recall(10, "What is Priya's job at the noodle bar?")  # not asked of the present in so many words
     assert not any(i.later_statement for i in items.values())
+
+
+@pytest.mark.parametrize("later", [
+    "Priya: Signed off by the physio, the wrist is healed and I'm back on the line again.",  # "again": a return
+    "Priya: Sous chef at the hotel now, and I'm still not used to the early starts.",  # "still" of something else
+    "Priya: Allowed back in the kitchen from Monday, the burn has healed.",  # "back in" without a time
+])
+def test_still_again_and_back_in_do_not_keep_a_statement_from_standing_for_now(later: str) -> None:
+    m = said("later", later, 2024)
+    assert plain_statement(m), later
+    cook = said("cook", "Priya: I'm a line cook at a noodle bar in Leith, long shifts but fun.", 2023)
+    assert order([cook, m], {"cook", "later"})[0] == ["later", "cook"]

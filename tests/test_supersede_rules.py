@@ -371,3 +371,19 @@ def test_the_new_cues_keep_to_their_sense(text: str) -> None:
 def test_someone_elses_proposal_is_not_the_speakers_change(text: str) -> None:
     change = change_of(said(text))
     assert change is None or change.subject or "partner" not in change.attributes, change
+
+
+@pytest.mark.parametrize("text", [
+    "Nina: For the record, Omar and I are NOT getting divorced.",   # a denial whatever the cue
+    "Nina: We aren't moving to Leeds, whatever my mum says.",
+    "Nina: I'm never quitting this choir.",
+])
+def test_a_negation_just_before_any_cue_denies_the_change(text: str) -> None:
+    assert change_of(said(text)) is None
+
+
+def test_a_story_needs_a_time_after_back_in() -> None:
+    assert change_of(said("Omar: Back in 2019 we moved to Leeds for a year.")) is None  # a story of the past
+    # "back in" without a time is news of now: the change is found
+    change = change_of(said("Omar: Sold the van, so I'm back in the bike lane every morning."))
+    assert change is not None and "vehicle" in change.attributes and "van" in change.objects, change

@@ -304,8 +304,17 @@ _WISH = _words(r"if", r"would", r"i'?d", r"we'?d", r"probably", r"might", r"mayb
                r"thinking (?:about|of)", r"considering", r"someday", r"one day", r"dream", r"imagine")
 _SAME = re.compile(r"\b(?:still|also|as well|again|another|part[- ]time|on the side)\b|[, ]too[.!]?$",
                    re.IGNORECASE)
-_PAST_STORY = _words(r"when i was", r"as a kid", r"as a child", r"growing up", r"years ago", r"used to",
-                     r"back (?:then|in)", r"in high school", r"in college")
+# "back in" tells a story only with a time after it ("back in 2019", "back in college"): "I'm allowed back in the
+# group rides" is news of now; so is being or getting "used to" something.
+_PAST_STORY = _words(r"when i was", r"as a kid", r"as a child", r"growing up", r"years ago",
+                     r"(?<!not )(?<!['’]m )(?<!am )(?<!are )(?<!is )(?<!be )(?<!get )(?<!got )(?<!getting )used to",
+                     r"back then", r"back in (?:the day|those days|my \w+ days|(?:the )?'?\d+s?|(?:high )?school|"
+                     r"college|uni(?:versity)?)", r"in high school", r"in college")
+# A negation just before a change's cue ("Kevin and I are NOT getting divorced", "we aren't moving") denies it,
+# whatever the cue's words; a cue that needs the negation ("I don't eat meat anymore") is not denied by it.
+_DENIED = re.compile(r"\b(?:not|never|(?:is|are|was|were|do|does|did|have|has|had|wo|ca|could|would|should)n['’]?t)"
+                     r"\s+(?:\w+\s+)?$", re.IGNORECASE)
+_NEEDS_NEGATION = _words(r"any ?more", r"no more")
 _NEGATED = re.compile(r"\b(?:didn'?t|did not|haven'?t|have not|hasn'?t|never|not|won'?t|will not|don'?t|"
                       r"doesn'?t|can'?t|cannot|wouldn'?t)\s+(?:\w+\s+){0,2}?"
                       r"(?:move|moved|quit|sell|sold|leave|left|break|broke|postpone|postponed|switch|switched|"
@@ -552,6 +561,9 @@ _AWAY = _words(r"visit(?:ing|ed)?", r"trip", r"holiday", r"vacation", r"while (?
                r"for the (?:\w+ )?weekend", r"(?:went|go|going) to (?:a|the|an) (?:\w+ )?(?:game|match|gig|concert)")
 _AGE_STORY = re.compile(r"\b(?:at|aged?) (?:\d{1,2}|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty)\b", re.IGNORECASE)
 _TOO = re.compile(r"\s(?:too|as well)(?=[,.!;]|$)", re.IGNORECASE)
+# An addition ("also", "another", "on the side") tells of something beside the earlier value. "Still" and "again"
+# do not keep a statement from standing for now: "I can lift patients again", "I'm still not chasing anyone".
+_ADDITION = re.compile(r"\b(?:also|as well|another|part[- ]time|on the side)\b", re.IGNORECASE)
 _OUR_OTHERS = _words(r"our (?:\w+ )?(?:friends?|neighbou?rs?|parents|kids|children|family|relatives|cousins?)")
 _SMALL_TALK = _words(r"(?:i'?m|im|i am|all|we'?re) (?:\w+ )?(?:great|good|well|ok|okay|fine|alright)",
                      r"thanks? (?:you )?for asking", r"good (?:night|morning|evening)", r"nice to (?:meet|talk|chat)",
@@ -587,7 +599,7 @@ def plain_statement(memory: Memory) -> bool:
     if own and not any(_FIRST_PERSON.search(clause) or _OWN_OPENING.match(clause) for clause in said):
         return False
     for clause in said:
-        if (_HEDGE.search(clause) or _SAME.search(clause) or _TOO.search(clause) or _PAST_STORY.search(clause)
+        if (_HEDGE.search(clause) or _ADDITION.search(clause) or _TOO.search(clause) or _PAST_STORY.search(clause)
                 or _AGE_STORY.search(clause) or _NEGATED.search(clause) or _AWAY.search(clause)):
             return False
         # A fact, or a message telling of someone else, speaks of its subject in the third person; in a message of
@@ -659,7 +671,8 @@ def change_of(memory: Memory) -> Change | None:
         cue_at = min((at for c in cues if (at := clause.lower().find(c.lower())) >= 0), default=0)
         before = clause[:cue_at]
         if (_HEDGE.search(before) or _same(clause, [a for a, _ in found], cue_at) or _PAST_STORY.search(clause)
-                or _NEGATED.search(clause) or (generic is not None and _UNSETTLED.search(clause))):
+                or _NEGATED.search(clause) or (_DENIED.search(before) and not _NEEDS_NEGATION.match(cues[0]))
+                or (generic is not None and _UNSETTLED.search(clause))):
             continue
         subject = _subject(before) if before.strip() else None
         if subject is None and (named_first := _NAME_THEN_PRONOUN.match(before)) is not None:
