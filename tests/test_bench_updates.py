@@ -91,7 +91,9 @@ def test_the_split_is_by_conversation_and_about_half_each() -> None:
     data = load()
     by_split = Counter(c["split"] for c in data.cases)
     assert set(by_split) == {"dev", "test"}
-    assert abs(by_split["dev"] - by_split["test"]) <= 0.3 * len(data.cases)
+    # Dev grows with conversations written to test whether the rules generalise; test stays fixed, so that its
+    # figures compare across rounds, and large enough to report.
+    assert by_split["dev"] >= by_split["test"] >= 0.25 * len(data.cases)
     for split in ("dev", "test"):
         part = data.select(split)
         assert part.cases and all(c["split"] == split for c in part.cases)
