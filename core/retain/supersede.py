@@ -302,8 +302,11 @@ _HEDGE = _words(r"if", r"would", r"i'?d", r"we'?d", r"probably", r"might", r"may
 _WISH = _words(r"if", r"would", r"i'?d", r"we'?d", r"probably", r"might", r"maybe", r"perhaps", r"could", r"should",
                r"wish", r"hope to", r"hoping to",
                r"thinking (?:about|of)", r"considering", r"someday", r"one day", r"dream", r"imagine")
-_SAME = re.compile(r"\b(?:still|also|as well|again|another|part[- ]time|on the side)\b|[, ]too[.!]?$",
-                   re.IGNORECASE)
+_ADDITION_WORDS = r"also|as well|another|part[- ]time|on the side"
+_SAME = re.compile(rf"\b(?:still|again|{_ADDITION_WORDS})\b|[, ]too[.!]?$", re.IGNORECASE)
+# An addition ("also", "another", "on the side") tells of something beside the earlier value. "Still" and "again"
+# do not keep a statement from standing for now: "I can lift patients again", "I'm still not chasing anyone".
+_ADDITION = re.compile(rf"\b(?:{_ADDITION_WORDS})\b", re.IGNORECASE)
 # "back in" tells a story only with a time after it ("back in 2019", "back in college"): "I'm allowed back in the
 # group rides" is news of now; so is being or getting "used to" something.
 _PAST_STORY = _words(r"when i was", r"as a kid", r"as a child", r"growing up", r"years ago",
@@ -561,9 +564,6 @@ _AWAY = _words(r"visit(?:ing|ed)?", r"trip", r"holiday", r"vacation", r"while (?
                r"for the (?:\w+ )?weekend", r"(?:went|go|going) to (?:a|the|an) (?:\w+ )?(?:game|match|gig|concert)")
 _AGE_STORY = re.compile(r"\b(?:at|aged?) (?:\d{1,2}|(?:thir|four|fif|six|seven|eigh|nine)teen|twenty)\b", re.IGNORECASE)
 _TOO = re.compile(r"\s(?:too|as well)(?=[,.!;]|$)", re.IGNORECASE)
-# An addition ("also", "another", "on the side") tells of something beside the earlier value. "Still" and "again"
-# do not keep a statement from standing for now: "I can lift patients again", "I'm still not chasing anyone".
-_ADDITION = re.compile(r"\b(?:also|as well|another|part[- ]time|on the side)\b", re.IGNORECASE)
 _OUR_OTHERS = _words(r"our (?:\w+ )?(?:friends?|neighbou?rs?|parents|kids|children|family|relatives|cousins?)")
 _SMALL_TALK = _words(r"(?:i'?m|im|i am|all|we'?re) (?:\w+ )?(?:great|good|well|ok|okay|fine|alright)",
                      r"thanks? (?:you )?for asking", r"good (?:night|morning|evening)", r"nice to (?:meet|talk|chat)",
