@@ -250,6 +250,56 @@ def test_names_that_are_words_are_not_names_where_used_as_words(text: str) -> No
     assert one("Jess", text) == [], (text, one("Jess", text))
 
 
+@pytest.mark.parametrize(("text", "name"), [
+    ("Ask Hope to bring the cake", "Hope"),
+    ("Dawn says hi", "Dawn"),
+    ("Summer moved to Leeds last year", "Summer"),
+    ("Will is a keeper", "Will"),
+    ("Drew could drive us there", "Drew"),
+    ("Will's bringing crisps", "Will"),
+])
+def test_given_names_that_are_words_and_have_no_short_form_are_people_where_used_as_names(text: str,
+                                                                                           name: str) -> None:
+    assert (name, P) in one("Jess", text), (text, one("Jess", text))
+
+
+@pytest.mark.parametrize("text", [
+    "Hope you're well!", "Hope so, fingers crossed", "This Summer we go camping", "Art is hard",
+    "my Hope for this year is a new job",
+])
+def test_given_names_that_are_words_stay_words_where_used_as_words(text: str) -> None:
+    assert one("Jess", text) == [], (text, one("Jess", text))
+
+
+def test_a_speaker_whose_name_is_a_word_is_not_named_by_the_word_in_lower_case() -> None:
+    found = EntityRecognizer().recognize(["I'll mark the essays tonight", "Can you grab mark's charger?",
+                                          "hey mark how are you"], ["Mark", "Ann"])
+    assert found[0] == []  # the verb, in a message that capitalises
+    assert [e.name for e in found[1]] == ["Mark"]  # a possessive is the person's
+    assert [e.name for e in found[2]] == ["Mark"]  # a message all in lower case writes names so too
+
+
+@pytest.mark.parametrize(("text", "name", "etype"), [
+    ("We watched Winnie the Pooh with the kids", "Winnie the Pooh", P),
+    ("Drinks at the Fox and Hounds tonight?", "Fox and Hounds", ORG),
+    ("My brother studies at Leeds Uni now", "Leeds Uni", ORG),
+    ("Lunch at the Sun Inn then?", "Sun Inn", ORG),
+    ("Racecourse Ground tour then", "Racecourse Ground", L),
+])
+def test_names_with_small_or_suffix_words_stay_whole(text: str, name: str, etype: EntityType) -> None:
+    assert one("Jess", text) == [(name, etype)], (text, one("Jess", text))
+
+
+def test_an_apposition_is_not_joined_into_a_name() -> None:
+    assert one("Jess", "Pete Smith the plumber guy?") == [("Pete Smith", P)]
+    assert one("Jess", "Train Station is closed again") == []
+
+
+def test_a_name_after_a_verb_of_having_is_a_thing() -> None:
+    assert ("Corsa", PR) in one("Jess", "Kim has the Corsa this week")
+    assert ("Xperia", PR) in one("Jess", "he had an Xperia for years")
+
+
 def test_a_call_that_names_will_still_reads_will_do_as_a_verb() -> None:
     found = names([("Jess", "Will says that every year lol"), ("Kieran", "Will do haha")])
     assert found[0] == [("Will", P)] and found[1] == []

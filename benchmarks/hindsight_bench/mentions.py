@@ -47,7 +47,14 @@ def parse_label(label: str) -> tuple[str, str]:
 
 
 def _names_speaker(text: str, speaker: str) -> bool:
-    return bool(speaker) and re.search(rf"(?<![\w']){re.escape(speaker)}(?![\w])", text, re.IGNORECASE) is not None
+    """Whether the message's own words name its speaker, as the recogniser reads them ("need a jack" does not
+    name Jack; "Jack here!" does)."""
+    from hindsight_core.extract.ner import EntityRecognizer
+
+    if not speaker or re.search(rf"(?<![\w']){re.escape(speaker)}(?![\w])", text, re.IGNORECASE) is None:
+        return False
+    found = EntityRecognizer().recognize([text], [speaker])[0]
+    return any(mention_key(e.name) == mention_key(speaker) for e in found)
 
 
 def score_conversation(conv: dict[str, Any]) -> list[dict[str, Any]]:

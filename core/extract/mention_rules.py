@@ -45,6 +45,7 @@ __all__ = ["BULLET", "IMPERATIVES", "PERSON_TITLES", "SENTENCE_END", "Candidate"
 _DATA = Path(__file__).resolve().parent.parent / "data" / "not_names.json"
 _PLACES = Path(__file__).resolve().parent.parent / "data" / "places.json"
 _KNOWN = Path(__file__).resolve().parent.parent / "data" / "known_names.json"
+_WORD_NAMES = Path(__file__).resolve().parent.parent / "data" / "word_names.json"
 # Words stripped from either end of a span ("Congrats Mel", "ya, Melanie", "Zara btw"); terms of address are
 # not stripped ("Uncle Ray" is a name) and only drop a mention made of them alone ("Mum").
 _STRIP_KINDS = ("interjections", "chat_spellings", "discourse", "time_words", "generic")
@@ -77,15 +78,18 @@ _PLACE_SUFFIXES = frozenset(
     common green croft way place row mews walk quay wharf beach bay island lake river valley mountain mount
     heath moor falls forest wood woods field fields station airport village town city county lido
     estate barn farm manor castle abbey cathedral chapel palace tower towers cottage lodge pier harbour harbor
-    marina docks canal reservoir gorge glen cove""".split()
+    marina docks canal reservoir gorge glen cove ground stadium arena""".split()
 )
 _ORG_SUFFIXES = frozenset(
     """inc ltd llc plc co corp company studio studios labs lab bank school university college academy
     cafe café bakery bar pub restaurant bistro kitchen books bookshop vets vet dental clinic hospital
     centre center club group stores store shop market foundation trust council agency games records press
     gym fc united diner grill deli pizzeria tavern inn brewery salon barbers florist florists boutique pharmacy
-    chemist opticians motors repairs""".split()
+    chemist opticians motors repairs uni afc zoo museum""".split()
 )
+# A capitalised word that ends a venue's or place's name the model cut short ("Durham Uni", "Wrexham AFC").
+NAME_SUFFIXES = frozenset({"uni", "afc", "fc", "inn", "ground", "stadium", "arena", "hospital", "college",
+                           "university", "academy", "school", "station", "airport", "market", "zoo", "museum"})
 # The last word of an event's name ("Bristol Half Marathon", "Chelsea Flower Show").
 _EVENT_SUFFIXES = frozenset(
     """marathon festival fest fete fête show fair carnival parade gala concert tournament championship
@@ -117,7 +121,7 @@ IMPERATIVES = frozenset(
     tag let get see visit phone download add follow check try watch join dm order grab buy use congratulate""".split()
 )
 # "in Porto", "near Leeds": a place unless the name is known as a person.
-_PLACE_PREPOSITIONS = frozenset({"in", "near", "around", "across", "outside", "visiting", "visit", "toward",
+_PLACE_PREPOSITIONS = frozenset({"in", "near", "around", "across", "outside", "visiting", "visit", "toward", "past",
                                  "towards", "via"})
 _MOTION = frozenset({"go", "going", "went", "gone", "trip", "flight", "flights", "fly", "flying", "flew", "move",
                      "moving", "moved", "drive", "driving", "drove", "travel", "travelling", "traveling",
@@ -153,6 +157,12 @@ _MODAL_NEXT = frozenset(
     """do be you i we they he she it have get go try ask let see send bring call text check message make need
     there that this probably definitely def prob""".split()
 )
+# After a given name that is also a verb, at a sentence start, words that make it the verb ("Hope so").
+_SUBJECT_NEXT = frozenset({"so", "not", "i", "we", "he", "she", "they", "that", "this", "everything", "all", "your",
+                           "ur", "the"})
+# Modal verbs after a name make it someone who may act ("Drew could drive", "Mark can pick you up").
+_MODALS = frozenset({"could", "would", "should", "can", "might", "must", "couldn't", "wouldn't", "can't", "won't",
+                     "shouldn't", "will", "'ll", "'d"})
 # Frequent short function words a sentence starts with, for typos ("Amd" for "And", "Thw" for "The").
 _FUNCTION_WORDS = frozenset(
     """and the but for not now yes was are you she how why who what that this then than with just when they have
@@ -164,8 +174,9 @@ _KEYBOARD = ("qwertyuiop", "asdfghjkl", "zxcvbnm")
 _OWNED = frozenset({"a", "an", "my", "his", "her", "your", "our", "their", "new"})
 # Verbs that agree with one name ("Boots has the strong ones"), not with a plural noun.
 _SINGULAR_VERBS = frozenset({"has", "is", "was", "does", "sells", "says", "makes", "do", "did"})
-# "get the Snoo", "bought a Dyson": a thing.
-_BUY_VERBS = frozenset({"get", "got", "buy", "bought", "order", "ordered", "buying", "getting", "ordering"})
+# "get the Snoo", "bought a Dyson", "has the Jeep": a thing.
+_BUY_VERBS = frozenset({"get", "got", "buy", "bought", "order", "ordered", "buying", "getting", "ordering", "has",
+                        "have", "had", "owns", "own", "drive", "drives", "driving", "drove", "sold", "sell", "selling"})
 _AFTER_OBJECT = frozenset({"now", "too", "though", "tho", "and", "or", "is", "was", "yet", "lol", "today", "again",
                            "since", "so", "but", "which", "that", "this", "yesterday", "haha"})
 
@@ -348,6 +359,9 @@ def clean_tokens(tokens: Sequence[str], start: int, chat: bool = True) -> tuple[
             first = i
         words.append(tok)
     strip = _strippable() if chat else frozenset()
+    named = [w for w in words if any(ch.isalpha() for ch in w)]
+    if len(named) > 1 and all(w[:1].isupper() for w in named) and named[-1].casefold() in NAME_SUFFIXES:
+        strip = frozenset()  # "Durham Uni", "the Sun Inn": a venue's name keeps words that alone are chat or time
     lead = 0
     while lead < len(words) and (_is_noise(words[lead]) or words[lead] in _POSSESSIVE
                                  or words[lead] in _CONTRACTIONS or _chat_word(words[lead], strip)):
@@ -362,6 +376,29 @@ def clean_tokens(tokens: Sequence[str], start: int, chat: bool = True) -> tuple[
     if words and words[-1].casefold().endswith(("'s", "’s")) and len(words[-1]) > 2:
         words[-1] = words[-1][:-2]
     return words, first + start
+
+
+@lru_cache(maxsize=1)
+def word_names() -> frozenset[str]:
+    """Given names that are also English words ("Summer", "Hope", "Grace"): ``data/word_names.json``."""
+    return frozenset(json.loads(_WORD_NAMES.read_text(encoding="utf-8"))["names"])
+
+
+@lru_cache(maxsize=1)
+def _not_subjects() -> frozenset[str]:
+    """Given names whose word is never the singular subject of "is" (a verb, modal, adjective or plural)."""
+    return frozenset(json.loads(_WORD_NAMES.read_text(encoding="utf-8"))["not_subjects"])
+
+
+def given_name(word: str) -> bool:
+    """Whether ``word`` (lower case, normalised) is a given name: one the nickname tables relate ("Will",
+    "Mark") or one of the given names that are also words ("Summer", "Dawn")."""
+    return bool(short_form_relatives(word)) or word in word_names()
+
+
+# Before a season, words that make it the season ("this Summer", "over Summer"), not a person called Summer.
+_SEASON_BEFORE = frozenset({"in", "over", "during", "since", "until", "till", "by", "all", "this", "last", "next",
+                            "every", "early", "late", "mid", "of"})
 
 
 def _capitalised(word: str) -> bool:
@@ -390,7 +427,7 @@ def _person_verb(after: Sequence[str]) -> bool:
         return False
     word = after[0]
     nxt = after[1] if len(after) > 1 else ""
-    if word in _PERSON_VERBS or word in _PAST or word in ("has", "had"):
+    if word in _PERSON_VERBS or word in _PAST or word in ("has", "had") or word in _MODALS:
         return True
     if word in ("is", "was", "'s"):
         return nxt in _AFTER_IS or (len(nxt) > 4 and nxt.endswith("ing"))
@@ -408,13 +445,21 @@ def person_use(c: Candidate) -> bool:
     if len(alpha) != 1 or not alpha[0][:1].isupper() or (alpha[0].isupper() and len(alpha[0]) > 1):
         return False
     word = alpha[0].casefold()
-    if not short_form_relatives(word):
+    if not given_name(word):
         return False
+    if word in word_names() and c.before and not c.initial and (
+        c.before[-1] in _DETERMINERS or c.before[-1] == "the" or (word == "summer" and c.before[-1] in _SEASON_BEFORE)
+    ):
+        return False  # "my Hope", "the Grant", "this Summer": the word, capitalised
     after = c.after
     if after[:1] == ["'s"]:
-        return len(after) > 1 and after[1] in _PERSON_POSSESSIONS
+        # "Will's guitar", "Will's bringing soup": a modal or a verb takes no "'s"; a season does ("Summer's
+        # here"), so only what a person has may follow it
+        return len(after) > 1 and (after[1] in _PERSON_POSSESSIONS or word != "summer")
     if _person_verb(after):
         return True
+    if after[:1] in (["is"], ["was"]) and word in _not_subjects():
+        return True  # "Will is a keeper", "Drew is flaky": no modal or verb takes "is"; not "Art is hard"
     if c.initial:
         return False
     return not _word_use(c)
@@ -429,13 +474,15 @@ def _word_use(c: Candidate) -> bool:
     """Whether a given name that is also a word is used as the word: "Will do", "Will you ...?" anywhere, or a
     verb before a determiner at a sentence start ("Mark my words")."""
     alpha = [w for w in c.words if any(ch.isalpha() for ch in w)]
-    if len(alpha) != 1 or not short_form_relatives(alpha[0].casefold()) or not is_common_word(alpha[0].casefold()):
+    if len(alpha) != 1 or not given_name(alpha[0].casefold()) or not is_common_word(alpha[0].casefold()):
         return False
     word, nxt = alpha[0].casefold(), c.next_word
     if word == "will" and nxt in _MODAL_NEXT:
         return True
     if nxt in _OBJECT_PRONOUNS:
         return True  # "See you soon", "Mark it down"
+    if c.initial and word in word_names() and nxt in _SUBJECT_NEXT:
+        return True  # "Hope so!", "Hope we win": the verb
     return c.initial and nxt in _DETERMINERS and nxt not in ("a", "an")  # "Mark my words"
 
 
@@ -509,11 +556,15 @@ def drop_reason(c: Candidate, known: set[str], key: str, recurring: frozenset[st
     # The model's "Aria Rose", "Will Smith", "Spider-Man" are names: several words, all capitalised, one of them a
     # given name or a name that is not a common word, or joined by a hyphen (not "Sprint Review", "Quick Q").
     named = c.etype is not None and len(alpha) > 1 and all(w[:1].isupper() for w in alpha) and ("-" in c.words or any(
-        len(w) > 2 and (short_form_relatives(w) or (is_dictionary_name(w) and not is_common_word(w))) for w in folded))
+        len(w) > 2 and (given_name(w) or (is_dictionary_name(w) and not is_common_word(w))) for w in folded))
     if c.opened and len(alpha) == 1 and (is_common_word(folded[0]) or is_plain_word(folded[0], rare=True)) and (
         not is_dictionary_name(folded[0])
     ):
         return "common word after a greeting"  # "Good Luck on Monday", "Happy Birthday": not "Thanks Will"
+    # "Racecourse Ground tour then": capitalised words that end as a venue's or a place's name does
+    # (not "Train Station is shut": a frequent word before the suffix is the sentence's noun)
+    named = named or (len(alpha) > 1 and all(w[:1].isupper() for w in alpha) and not is_common_word(folded[0]) and (
+        folded[-1] in NAME_SUFFIXES or folded[-1] in _PLACE_SUFFIXES or folded[-1] in _ORG_SUFFIXES))
     if c.initial and not named and all(is_common_word(w) for w in folded):
         return "common word at a sentence start"
     if c.initial and not named and all(is_common_word(w) or is_plain_word(w, rare=True) for w in folded):
@@ -583,7 +634,10 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
         return EntityType.ORGANIZATION
     if key in nationality_words():
         return EntityType.CONCEPT  # "Thai", "Portuguese": a people or a language, never a person
-    given = bool(short_form_relatives(normalise_name(lowered[0])))  # "near Ed Sheeran's flat": a person
+    first = normalise_name(lowered[0])
+    # "Ed Sheeran", "Mark Evans": a given name opens a person's name; a word-name ("Blossom Bridal") only alone
+    given = (bool(short_form_relatives(first)) and "and" not in lowered and "&" not in lowered) or (
+        len(lowered) == 1 and first in word_names())  # "near Ed Sheeran's flat": a person
     if before and before[-1] in _PERSON_OBJECT_VERBS:
         return EntityType.PERSON  # "tell Priti", "met Rose"
     if after and after[0] in _TEAM_WORDS and not given:

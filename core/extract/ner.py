@@ -17,18 +17,21 @@ from .common_words import is_common_word
 from .mention_rules import (
     BULLET,
     IMPERATIVES,
+    NAME_SUFFIXES,
     PERSON_TITLES,
     SENTENCE_END,
     Candidate,
     clean_tokens,
     cue_type,
     drop_reason,
+    given_name,
     known_first_words,
     known_name,
     lower_case_name,
     medicine_name,
     not_name_words,
     title_verb,
+    word_names,
 )
 
 log = logging.getLogger(__name__)
@@ -258,6 +261,42 @@ def _known_spans(doc: Any) -> list[tuple[int, int, EntityType]]:
     return out
 
 
+def _joined_spans(doc: Any) -> list[tuple[int, int]]:
+    """Token ranges of names whose small inner word the model and the runs split at: "Jabba the Hutt", "Colin
+    the Caterpillar" (a name, "the", a capitalised word) and "the Rose and Crown", "the Fox & Hounds" (after
+    "the", capitalised words joined by "and")."""
+    out: list[tuple[int, int]] = []
+    never = _never_name()
+
+    def cap(i: int) -> bool:
+        tok = doc[i]
+        return tok.text[:1].isupper() and tok.is_alpha and tok.lower_ not in never and tok.lower_ not in _STOP_WORDS
+
+    n = len(doc)
+    for i in range(n - 2):
+        if any("\n" in t.whitespace_ for t in doc[i : i + 2]):
+            continue
+        word, small = doc[i], doc[i + 1].lower_
+        if small == "the" and cap(i) and cap(i + 2) and word.lower_ not in IMPERATIVES and (
+            given_name(word.lower_) or not is_common_word(word.lower_)
+        ) and (i == 0 or not doc[i - 1].text[:1].isupper()):
+            out.append((i, i + 3))  # "Jabba the Hutt"; not "Pete Morgan the Banksy guy"
+        elif small in ("and", "&") and i > 0 and doc[i - 1].lower_ == "the" and cap(i) and cap(i + 2):
+            out.append((i, i + 3))  # "the Rose and Crown"
+    return out
+
+
+def _suffix_end(doc: Any, end: int) -> int:
+    """The end of a span continued over a capitalised word that ends a venue's or a place's name and that the
+    model left out: "Durham" + "Uni", "Wrexham" + "AFC", "Racecourse" + "Ground"."""
+    n = len(doc)
+    while end < n and end > 0 and "\n" not in doc[end - 1].whitespace_ and doc[end].text[:1].isupper() and (
+        doc[end].lower_ in NAME_SUFFIXES
+    ):
+        end += 1
+    return end
+
+
 def _possessive_end(doc: Any, end: int) -> int:
     """The end of a labelled span continued over a glued "'s" and the capitalised words after it: the model
     often stops at the possessive inside a name ("Runner's World", "Gardener's Delight"). Chat, time and
@@ -365,6 +404,15 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
         if (found := _candidate(doc, a, b, EntityType.PRODUCT, title=True)) is not None:
             found[1].title = True
             out.append((a, *found))
+    for a, b in _joined_spans(doc):  # "Jabba the Hutt", "the Rose and Crown": one name
+        if any(i in covered for i in range(a, b)):
+            continue
+        covered.update(range(a, b))
+        # "X the Y" names a character or a person ("Alexander the Great", "Bob the Builder"); "the Rose and
+        # Crown" is a venue, typed by its context
+        joined = EntityType.PERSON if doc[a + 1].lower_ == "the" else None
+        if (found := _candidate(doc, a, b, joined, title=True)) is not None:
+            out.append((a, *found))
     for a, b, known in _known_spans(doc):  # "Real Madrid", "Pixel 8", "acetaminophen": one name, as it is known
         if any(i in covered for i in range(a, b)):
             continue
@@ -376,10 +424,17 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
         if any(i in covered for i in range(ent.start, ent.end)) and ent.label_ in _LABELS:
             continue
         etype = _LABELS.get(ent.label_)
+        if etype is None and ent.label_ == "DATE" and ent[0].text[:1].isupper() and (
+            (ent[0].lower_ in word_names() and (ent.end - ent.start == 1 or ent[1].text in ("'s", "’s")))
+            or (ent.end - ent.start == 1 and _suffix_end(doc, ent.end) > ent.end)
+        ):
+            # "Summer moved to Cornwall", "the Sun Inn": a given name or a venue's first word the model took for
+            # a season or a day; the rules decide
+            continue
         if etype is None:
             covered.update(range(ent.start, ent.end))  # dates, numbers: not names, and not runs either
             continue
-        end = _possessive_end(doc, ent.end)
+        end = _suffix_end(doc, _possessive_end(doc, ent.end))
         covered.update(range(ent.start, end))
         quoted = ent.start > 0 and end < len(doc) and doc[ent.start - 1].text in _QUOTES and doc[end].text in _QUOTES
         work = ent.label_ == "WORK_OF_ART" or quoted
@@ -407,10 +462,15 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
                 after = [t.lower_ for t in doc[i + 1 : i + 3] if not t.is_space and not t.is_punct][:2]
                 out.append((i, tok.lower_, Candidate([tok.text], etype, i, _sentence_initial(doc, i), before, after,
                                                      lower_name=True)))
+    lower_case = _all_lower_case(doc.text)
     for key, name in spoken.items():
         if key in keys:
             continue
         for match in re.finditer(rf"(?<![\w'])({re.escape(name)})(?![\w])", doc.text, flags=re.IGNORECASE):
+            if match.group(1).islower() and not lower_case and is_common_word(match.group(1)) and (
+                doc.text[match.end() : match.end() + 2] not in ("'s", "’s")
+            ):
+                continue  # "say grace", "need a jack", "I hope": a speaker's name that is a word, used as the word
             span = doc.char_span(match.start(), match.end(), alignment_mode="expand")
             if span is None:
                 continue
@@ -419,6 +479,10 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
                                                    _sentence_initial(doc, span.start), before)))
             break
     out.sort(key=lambda t: t[0])
+    if not lower_case:  # "need a jack", "I hope it doesn't rain": a word in lower case where the writer capitalises
+        out = [t for t in out if t[2].lower_name or len(t[2].words) != 1 or not t[2].words[0].islower()
+               or not is_common_word(t[2].words[0])
+               or (t[2].start + 1 < len(doc) and doc[t[2].start + 1].text in ("'s", "’s"))]
     return [(k, c) for _, k, c in out]
 
 
