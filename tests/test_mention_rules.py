@@ -290,6 +290,13 @@ def test_names_with_small_or_suffix_words_stay_whole(text: str, name: str, etype
     assert one("Jess", text) == [(name, etype)], (text, one("Jess", text))
 
 
+def test_in_lower_case_chat_a_title_or_a_verb_that_takes_a_person_names_an_unknown_word() -> None:
+    assert one("Jess", "is it ok with dr okafor, ill email him") == [("dr okafor", P)]
+    assert one("Jess", "gonna ask deepa if she wants to come") == [("deepa", P)]
+    assert one("Jess", "gonna ask about the flat tho") == []  # a word the dictionary knows
+    assert ("york", L) in one("Jess", "watched it on the train back from york")
+
+
 def test_an_apposition_is_not_joined_into_a_name() -> None:
     assert one("Jess", "Pete Smith the plumber guy?") == [("Pete Smith", P)]
     assert one("Jess", "Train Station is closed again") == []

@@ -405,13 +405,21 @@ def _capitalised(word: str) -> bool:
     return word[:1].isupper() or word[:1].isdigit()
 
 
-def lower_case_name(word: str) -> EntityType | None:
+def lower_case_name(word: str, before: str = "") -> EntityType | None:
     """The type of a word that is a name even in lower case, in a message written all in lower case: a given
     name of the nickname tables ("ollie", "jess") or a place of ``data/places.json`` ("brighton", "london")
-    that is not also an English word or a chat word; None otherwise (not "josh", "mike", "bday")."""
-    if len(word) < 4 or not word.isalpha() or not word.islower() or in_dictionary(word) or is_common_word(word):
+    that is not also an English word or a chat word, or any word no dictionary knows after a title or a word
+    that takes a person (``before``: "dr hussain", "ask priya", "my cousin tunde"); None otherwise (not "josh",
+    "mike", "bday")."""
+    if len(word) < 3 or not word.isalpha() or not word.islower() or in_dictionary(word) or is_common_word(word):
         return None
     if _chat_word(word, _never_alone()):
+        return None
+    if (before in PERSON_TITLES or before in _PERSON_CUES or before in _PERSON_OBJECT_VERBS) and not in_dictionary(
+        word, rare=True
+    ):
+        return EntityType.PERSON
+    if len(word) < 4:
         return None
     if short_form_relatives(word):
         return EntityType.PERSON

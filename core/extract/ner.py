@@ -450,18 +450,23 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
     keys = {k for _, k, _ in out}
     if _all_lower_case(doc.text):  # "ya sorry was at the gym w ollie": names the nickname and place lists know
         for i, tok in enumerate(doc):
-            etype = lower_case_name(tok.text)
+            previous = doc[i - 1].lower_.rstrip(".") if i > 0 else ""
+            etype = lower_case_name(tok.text, previous)
             if etype is None:
                 continue
-            for _, key, cand in out:
-                if cand.start == i and key == tok.lower_:
+            titled = previous in PERSON_TITLES  # "dr hussain": the title is part of how they are named
+            first = i - 1 if titled else i
+            key = normalise_name(doc[first : i + 1].text) if titled else tok.lower_
+            for _, found_key, cand in out:
+                if cand.start == i and found_key == tok.lower_:
                     cand.lower_name = True
-            if tok.lower_ not in keys:
-                keys.add(tok.lower_)
-                before = [t.lower_ for t in doc[max(0, i - 4) : i] if not t.is_space and not t.is_punct][-3:]
+            if key not in keys and tok.lower_ not in keys:
+                keys.add(key)
+                before = [t.lower_ for t in doc[max(0, first - 4) : first] if not t.is_space and not t.is_punct][-3:]
                 after = [t.lower_ for t in doc[i + 1 : i + 3] if not t.is_space and not t.is_punct][:2]
-                out.append((i, tok.lower_, Candidate([tok.text], etype, i, _sentence_initial(doc, i), before, after,
-                                                     lower_name=True)))
+                words = [t.text for t in doc[first : i + 1]]
+                out.append((first, key, Candidate(words, etype, first, _sentence_initial(doc, first), before, after,
+                                                  lower_name=True)))
     lower_case = _all_lower_case(doc.text)
     for key, name in spoken.items():
         if key in keys:
