@@ -628,10 +628,11 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
                                                                      ["looked", "after"], ["looks", "after"]):
         return EntityType.PERSON  # "Pepper and I", "looking after Pepper": someone, not something
     if c.known is not None and not (len(lowered) == 1 and short_form_relatives(lowered[0])):  # not "Zara" (Rose)
-        if c.known == EntityType.ORGANIZATION and before and before[-1] in _OWNED and (
-            not after or after[0] in _AFTER_OBJECT
-        ):
-            return EntityType.PRODUCT  # "his new Tesla", "a Lemsip": a thing of the brand, not the company
+        owned = bool(before) and (before[-1] in _OWNED or (
+            len(before) >= 2 and before[-2] in _BUY_VERBS and before[-1] in ("the", "a", "an")))
+        if c.known == EntityType.ORGANIZATION and owned and (not after or after[0] in _AFTER_OBJECT):
+            # "his new Tesla", "a Lemsip", "he has the Jeep": a thing of the brand, not the company
+            return EntityType.PRODUCT
         return c.known  # "Iberia", "Real Madrid", "Man City", "Netflix", "AirPods"
     # The name's own last word: "Fenwick Lane", "Halcyon Labs", "Manchester Marathon".
     if len(lowered) > 1 and lowered[-1] in _EVENT_SUFFIXES:
