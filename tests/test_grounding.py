@@ -235,3 +235,31 @@ def test_a_dropped_negation_and_a_question_with_a_preamble_are_caught() -> None:
                                              "Kevin was thinking about visiting Pisa"]
     assert [(r.text, r.reason) for r in report.rejected] == [("Fahim is a Pistons fan", "content"),
                                                              ("Fahim thinks he might hit the gym today", "question")]
+
+
+def test_the_two_people_of_a_chat_as_one_subject_and_a_feeling_shown_are_rejected() -> None:
+    lines = [SourceLine("a", "Priya", "Our team won the relay on Saturday, we trained so hard for it!", 0, T0),
+             SourceLine("b", "Omar", "Amazing, well done! Thanks for telling me, that made my day.", 1, T0)]
+    report = FactChecker().check([
+        _fact("Priya's team won the relay on Saturday", "a"),
+        _fact("Priya and Omar trained hard for the relay", "a", "b"),
+        _fact("Omar expressed gratitude for the update", "b"),
+    ], lines)
+    assert [f.text for f in report.kept] == ["Priya's team won the relay on Saturday"]
+    assert [(r.text, r.reason) for r in report.rejected] == [
+        ("Priya and Omar trained hard for the relay", "speaker"), ("Omar expressed gratitude for the update", "junk")]
+    # Someone else beside a speaker is no merged pair.
+    other = FactChecker().check([_fact("Priya and her team won the relay on Saturday", "a")], lines)
+    assert [f.text for f in other.kept] == ["Priya and her team won the relay on Saturday"]
+
+
+def test_the_clauses_before_talk_to_the_listener_are_kept() -> None:
+    lines = [SourceLine("a", "Dev", "I've been volunteering at the food bank, sorting donations, and learning what "
+                                    "our town needs most.", 0, T0)]
+    report = FactChecker().check([
+        _fact("Dev has been volunteering at the food bank, sorting donations, and learning what our town needs.",
+              "a"),
+        _fact("Dev thinks you should help too.", "a"),
+    ], lines)
+    assert [f.text for f in report.kept] == ["Dev has been volunteering at the food bank, sorting donations."]
+    assert [r.text for r in report.rejected] == ["Dev thinks you should help too."]
