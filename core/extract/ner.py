@@ -448,7 +448,8 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
             if (found := _candidate(doc, x, y, None)) is not None:
                 out.append((x, *found))
     keys = {k for _, k, _ in out}
-    if _all_lower_case(doc.text):  # "ya sorry was at the gym w ollie": names the nickname and place lists know
+    lower_case = _all_lower_case(doc.text)
+    if lower_case:  # "ya sorry was at the gym w ollie": names the nickname and place lists know
         for i, tok in enumerate(doc):
             previous = doc[i - 1].lower_.rstrip(".") if i > 0 else ""
             etype = lower_case_name(tok.text, previous)
@@ -467,7 +468,6 @@ def _candidates(doc: Any, spoken: dict[str, str]) -> list[tuple[str, Candidate]]
                 words = [t.text for t in doc[first : i + 1]]
                 out.append((first, key, Candidate(words, etype, first, _sentence_initial(doc, first), before, after,
                                                   lower_name=True)))
-    lower_case = _all_lower_case(doc.text)
     for key, name in spoken.items():
         if key in keys:
             continue
