@@ -344,8 +344,8 @@ class FactChecker:
 def _trim(text: str) -> str:
     """The fact without the tail it copied from a message's talk to its listener: a small model often pastes a
     message whole ("Paola also has a parrot. ... What's your parrot's name?"). From the first sentence that asks, or
-    speaks to or for "you" and "we", the rest goes (and a trailing "what do you think?"); what is left is judged
-    (empty: nothing left)."""
+    speaks to or for "you" and "we", the rest goes (and a trailing "what do you think?"), but for that sentence's
+    clauses before the talk (``_clauses_before_talk``); what is left is judged (empty: nothing left)."""
     text = _TAG_QUESTION.sub("", text.strip())
     kept: list[str] = []
     for sentence in re.split(r"(?<=[.!?])\s+", text):

@@ -87,7 +87,8 @@ _ORG_SUFFIXES = frozenset(
     gym fc united diner grill deli pizzeria tavern inn brewery salon barbers florist florists boutique pharmacy
     chemist opticians motors repairs uni afc zoo museum""".split()
 )
-# A capitalised word that ends a venue's or place's name the model cut short ("Durham Uni", "Wrexham AFC").
+# A capitalised word that ends a venue's or place's name the model cut short ("Durham Uni", "Wrexham AFC"); each is
+# in the place or organisation suffixes too, which type the name.
 NAME_SUFFIXES = frozenset({"uni", "afc", "fc", "inn", "ground", "stadium", "arena", "hospital", "college",
                            "university", "academy", "school", "station", "airport", "market", "zoo", "museum"})
 # The last word of an event's name ("Bristol Half Marathon", "Chelsea Flower Show").
@@ -175,7 +176,7 @@ _OWNED = frozenset({"a", "an", "my", "his", "her", "your", "our", "their", "new"
 # Verbs that agree with one name ("Boots has the strong ones"), not with a plural noun.
 _SINGULAR_VERBS = frozenset({"has", "is", "was", "does", "sells", "says", "makes", "do", "did"})
 # "get the Snoo", "bought a Dyson", "has the Jeep": a thing.
-_BUY_VERBS = frozenset({"get", "got", "buy", "bought", "order", "ordered", "buying", "getting", "ordering", "has",
+_THING_VERBS = frozenset({"get", "got", "buy", "bought", "order", "ordered", "buying", "getting", "ordering", "has",
                         "have", "had", "owns", "own", "drive", "drives", "driving", "drove", "sold", "sell", "selling"})
 _AFTER_OBJECT = frozenset({"now", "too", "though", "tho", "and", "or", "is", "was", "yet", "lol", "today", "again",
                            "since", "so", "but", "which", "that", "this", "yesterday", "haha"})
@@ -379,15 +380,19 @@ def clean_tokens(tokens: Sequence[str], start: int, chat: bool = True) -> tuple[
 
 
 @lru_cache(maxsize=1)
+def _word_name_lists() -> dict[str, frozenset[str]]:
+    data = json.loads(_WORD_NAMES.read_text(encoding="utf-8"))
+    return {key: frozenset(data[key]) for key in ("names", "not_subjects")}
+
+
 def word_names() -> frozenset[str]:
     """Given names that are also English words ("Summer", "Hope", "Grace"): ``data/word_names.json``."""
-    return frozenset(json.loads(_WORD_NAMES.read_text(encoding="utf-8"))["names"])
+    return _word_name_lists()["names"]
 
 
-@lru_cache(maxsize=1)
 def _not_subjects() -> frozenset[str]:
     """Given names whose word is never the singular subject of "is" (a verb, modal, adjective or plural)."""
-    return frozenset(json.loads(_WORD_NAMES.read_text(encoding="utf-8"))["not_subjects"])
+    return _word_name_lists()["not_subjects"]
 
 
 def given_name(word: str) -> bool:
@@ -572,7 +577,7 @@ def drop_reason(c: Candidate, known: set[str], key: str, recurring: frozenset[st
     # "Racecourse Ground tour then": capitalised words that end as a venue's or a place's name does
     # (not "Train Station is shut": a frequent word before the suffix is the sentence's noun)
     named = named or (len(alpha) > 1 and all(w[:1].isupper() for w in alpha) and not is_common_word(folded[0]) and (
-        folded[-1] in NAME_SUFFIXES or folded[-1] in _PLACE_SUFFIXES or folded[-1] in _ORG_SUFFIXES))
+        folded[-1] in _PLACE_SUFFIXES or folded[-1] in _ORG_SUFFIXES))
     if c.initial and not named and all(is_common_word(w) for w in folded):
         return "common word at a sentence start"
     if c.initial and not named and all(is_common_word(w) or is_plain_word(w, rare=True) for w in folded):
@@ -629,7 +634,7 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
         return EntityType.PERSON  # "Pepper and I", "looking after Pepper": someone, not something
     if c.known is not None and not (len(lowered) == 1 and short_form_relatives(lowered[0])):  # not "Zara" (Rose)
         owned = bool(before) and (before[-1] in _OWNED or (
-            len(before) >= 2 and before[-2] in _BUY_VERBS and before[-1] in ("the", "a", "an")))
+            len(before) >= 2 and before[-2] in _THING_VERBS and before[-1] in ("the", "a", "an")))
         if c.known == EntityType.ORGANIZATION and owned and (not after or after[0] in _AFTER_OBJECT):
             # "his new Tesla", "a Lemsip", "he has the Jeep": a thing of the brand, not the company
             return EntityType.PRODUCT
@@ -657,7 +662,7 @@ def cue_type(c: Candidate, key: str, speakers: set[str]) -> EntityType | None:
     ):
         # "watch Bake Off", "finished Normal People", "never seen Get Out"; not "watching LeBron"
         return EntityType.PRODUCT
-    if len(before) >= 2 and before[-2] in _BUY_VERBS and before[-1] in ("the", "a", "an") and not given:
+    if len(before) >= 2 and before[-2] in _THING_VERBS and before[-1] in ("the", "a", "an") and not given:
         return EntityType.PRODUCT  # "get the Snoo", "bought a Dyson"
     if given and _person_verb(after):
         return EntityType.PERSON  # "Florence says hi", "Mark is coming": a given name that does what people do
