@@ -9,6 +9,7 @@ same sentence twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import numpy as np
@@ -23,6 +24,23 @@ MIN_OVERLAP = 0.8
 nurse" differ in what they say and stay apart."""
 MIN_SIMILARITY = 0.85
 """Cosine of the two facts' vectors (which embed their dates too: the same words said a year apart score lower)."""
+
+
+# Words that turn a statement around: content words ignore them ("not" is a stop word), so "Ana does not work as a
+# nurse" shares every content word with "Ana works as a nurse". A fact that says the held one no longer holds is
+# news for supersession and recall, not a restatement, and must not lend the held fact its citation.
+_TURNS = re.compile(r"\b(?:no longer|no more|not|no|never|none|nothing|nobody|cannot|any ?more|used to|formerly|former|"
+                    r"stopped|quit|gave up|given up|ex)\b|n['’]t\b", re.IGNORECASE)
+
+
+def _turns(text: str) -> set[str]:
+    """The words of ``text`` that turn a statement around, normalised ("doesn't" and "not" are one)."""
+    out = set()
+    for match in _TURNS.finditer(text):
+        word = " ".join(match.group(0).lower().replace("’", "'").split())
+        out.add({"n't": "not", "cannot": "not", "any more": "anymore", "former": "formerly",
+                 "given up": "gave up"}.get(word, word))
+    return out
 
 
 def _overlap(a: str, b: str) -> float:
@@ -51,7 +69,7 @@ def restated(
             theirs = {n.casefold() for n in held.entities}
             if held.network != unit.network or ((names or theirs) and not names & theirs):
                 continue
-            if _overlap(held.text, unit.text) >= MIN_OVERLAP:
+            if _overlap(held.text, unit.text) >= MIN_OVERLAP and _turns(held.text) == _turns(unit.text):
                 out[i] = held.id
                 break
     return out

@@ -248,3 +248,31 @@ def test_a_restated_fact_is_linked_not_stored_twice(backend: Backend, embedder: 
         assert bank.get(held.id).cites == [first.id, second.id]  # type: ignore[union-attr]
         facts = [m for m in hs.store.get_units(bank_id, list(hs.store.unit_ids(bank_id))) if m.cites]
         assert sorted(m.text for m in facts) == sorted([held.text, other.text])
+
+
+def test_a_fact_that_turns_a_held_one_around_is_not_a_restatement(backend: Backend, embedder: Any,
+                                                                  bank_id: str) -> None:
+    # "not" is a stop word: the turned fact shares every content word with the held one and is close in meaning,
+    # but it is news (for supersession and recall), and the held fact must not gain a citation of it.
+    from hindsight_core.retain.restated import MIN_SIMILARITY
+    from hindsight_core.vectors.unit_text import timed_text
+
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        # The later message carries no change cue of the raw rules (which would supersede the held fact first).
+        said = ("I work as a nurse at the Santa Maria hospital.", "Long week at the hospital, I will tell you later.")
+        for i, text in enumerate(said):
+            bank.retain([say("Ana", text, f"t{i}", 0)], document_id=f"t{i}", extract=False, background=False)
+        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"t{i}"))[0]
+                         for i in range(2))
+        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        text = "Ana does not work as a nurse at the Santa Maria hospital."
+        # Without the turn words it would pass both gates of a restatement: close in meaning, the same content words.
+        vector = hs.embedder.embed([timed_text(text, second.mentioned_at, True)])[0]  # as store_facts embeds it
+        assert any(h == held.id and score >= MIN_SIMILARITY for h, score in hs.index.query(bank_id, vector, 5))
+        doc = Document(id="t1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
+        turned = ExtractedFact(text=text, network=Network.WORLD, sources=list(second.sources),
+                               mentioned_at=second.mentioned_at)
+        result = hs.engine.retainer.store_facts(doc, [turned], cites=[[second.id]])
+        assert result.restated == 0 and [m.text for m in result.memories] == [text]
+        assert bank.get(held.id).cites == [first.id]  # type: ignore[union-attr]
