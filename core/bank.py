@@ -482,7 +482,9 @@ class Bank:
         given = [x for x in (memory_id, document_id, entity) if x is not None]
         if len(given) != 1:
             raise InvalidInputError("forget takes exactly one of memory_id, document_id, entity")
-        summary = f"entity {entity}" if entity is not None else ""
+        # The trail must not quote what was forgotten, an entity's name included: a digest of the name lets an
+        # auditor check "was X forgotten?" without the trail saying X.
+        summary = f"entity sha256:{audit.name_digest(entity)}" if entity is not None else ""
         try:
             done = self._engine.forgetter.forget_all(self.id, memory_id=memory_id, document_id=document_id,
                                                      entity=entity)

@@ -135,7 +135,7 @@ def wire(
     worker = Worker(store, handlers, owner=owner, gate=gate)
     return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,
                   retainer=retainer, recaller=recaller, reflector=reflector,
-                  forgetter=ForgetPipeline(store, vectors, rebuild_job),
+                  forgetter=ForgetPipeline(store, vectors, rebuild_job, settings),
                   corrector=Corrector(store, retainer.store_facts, lambda: retainer.raw_extractor),
                   jobs=jobs, facts=facts, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm,
                   gate=gate)

@@ -78,6 +78,7 @@ def test_a_forget_failing_inside_its_transaction_changes_nothing_and_a_retry_com
             with pytest.raises(StoreError):
                 bank.forget(memory_id=porto.id)
         assert hs.store.unit_ids(bank_id) == before and hs.index.ids(bank_id) == vectors
+        assert "bigger" in hs.store.get_document(bank_id, "s2").content  # type: ignore[union-attr]
         assert bank.get(lisbon.id).superseded_by == porto.id  # type: ignore[union-attr]
         assert [e.operation for e in bank.audit()].count("forget") == 0
         assert_sound(hs, bank_id)

@@ -87,3 +87,28 @@ def test_forgetting_a_document_the_model_read_leaves_no_text_of_it(tmp_path: Pat
         bank.export(path)
         assert not leaked(gzip.decompress(path.read_bytes()).decode("utf-8"))
         assert check(hs).ok
+
+
+def test_forgetting_an_entity_of_a_document_that_stays_leaves_no_text_of_its_messages(tmp_path: Path,
+                                                                                      qwen: LocalLLM) -> None:
+    # One document holds the secret and the rest: forgetting the entity deletes its messages and what rests on them,
+    # and cuts them out of the stored document, which stays for the rest (``retain/redact.py``).
+    with Hindsight.open(tmp_path / "memory", llm=qwen) as hs:
+        bank = hs.bank("ana")
+        bank.retain([*OTHER[:3], *SECRET, *OTHER[3:]], document_id="doc", timestamp=datetime(2024, 3, 3, tzinfo=UTC),
+                    extract=True, background=False)
+        assert bank.wait_idle(900)
+        assert bank.forget(entity="Dr. Okafor") >= len(SECRET)
+        entry = bank.audit(limit=1)[0]
+        assert entry.operation == "forget" and not leaked(entry.summary + str(entry.counts))
+        assert bank.wait_idle(900)
+        for query in ("Ana therapist Dr. Okafor", "panic attacks on the metro", "What does Ana do on Tuesdays?"):
+            recalled = bank.recall(query, budget=100_000, networks=list(Network))
+            assert not [m.text for m in recalled.memories if leaked(m.text)], query
+        doc = hs.store.get_document("ana", "doc")
+        assert doc is not None and not leaked(doc.content) and "ten kilometres" in doc.content
+        assert "river" in " ".join(m.text for m in bank.recall("Where does Ana run?").memories)
+        path = tmp_path / "ana.jsonl.gz"
+        bank.export(path)
+        assert not leaked(gzip.decompress(path.read_bytes()).decode("utf-8"))
+        assert check(hs).ok

@@ -67,10 +67,11 @@ NEIGHBOURS = 3
 SAMPLE = 50
 """Rejected facts kept verbatim in a job's result (the counts cover all of them)."""
 
-RejectReason = Literal["junk", "speaker", "content", "question", "date"]
+RejectReason = Literal["junk", "speaker", "content", "question", "date", "forgotten"]
 """Why a fact was not stored: ``junk`` (says nothing, a greeting, a dialogue move, a quote), ``speaker`` (about a
 person who neither said nor is named in its messages), ``content`` (names, numbers or words its messages do not
-hold), ``question`` (a claim made from questions) or ``date`` (a time its messages do not state)."""
+hold), ``question`` (a claim made from questions), ``date`` (a time its messages do not state) or ``forgotten``
+(a message it cites was forgotten after the retain, before the facts job ran)."""
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 

@@ -15,12 +15,13 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from ..errors import ConflictError, EmptyExtractionError
-from ..extract.grounding import FactChecker, GroundingReport, source_lines
-from ..models import Document, DocumentKind, Job, Memory, Message, RetainResult
+from ..extract.grounding import FactChecker, GroundingReport, Rejection, source_lines
+from ..models import Document, DocumentKind, Job, Message, RetainResult
 from ..stores.base import DocumentStore, UnitStore
 from ..text.inputs import document_input, normalise_messages
 from ..text.passages import message_sources, split_long_messages
 from .pipeline import RetainPipeline
+from .redact import raw_unit_of_message
 
 log = logging.getLogger(__name__)
 
@@ -70,19 +71,33 @@ class FactJob:
         """Extract, check and store the facts of ``doc``; None when a newer retain of it took over meanwhile.
         ``report`` receives what the check kept and rejected."""
         settings = self.retainer.settings
+        units = self.store.get_units(doc.bank_id, self.store.units_of_document(doc.bank_id, doc.id))
+        raw = [u for u in units if u.cites is None]
+        if not raw:
+            return None  # every message was forgotten since the retain: nothing is left to extract from
         messages, _ = normalise_messages(document_input(doc), doc.timestamp, [], settings.max_document_chars)
         # Cut as retain cut it: each passage of a long text is a raw unit, and a prompt window holds a few passages.
         messages = split_long_messages(messages, settings.passage_chars, text=doc.kind == DocumentKind.TEXT)
         labelled, index_of = _labelled(messages)
-        units = self.store.get_units(doc.bank_id, self.store.units_of_document(doc.bank_id, doc.id))
-        raw = [u for u in units if u.cites is None]
-        raw_of = _raw_unit_of_message(messages, raw, settings.raw_window)
+        raw_of = raw_unit_of_message(messages, raw, settings.raw_window)
         try:
             facts = self.retainer.extract_facts(doc, labelled)
         except EmptyExtractionError:
             facts = []  # greetings and small talk: the raw units hold all there is, and a retry would say the same
         checked = self.checker.check(facts, source_lines(labelled, doc.timestamp))
-        facts = checked.kept
+        # A fact citing a message that has no raw unit any more rests on what was forgotten (``retain.redact`` cuts
+        # a forgotten message out of the document, but a job may have read it first): it is not stored, as
+        # forgetting deletes a fact that cites any deleted message.
+        facts = []
+        for fact in checked.kept:
+            cited = [index_of[s] for s in fact.sources if s in index_of]
+            if cited and all(i in raw_of for i in cited):
+                facts.append(fact)
+            else:
+                # Not quoted: the text may repeat what the user asked to forget.
+                checked.rejected.append(Rejection(text="", sources=list(fact.sources), reason="forgotten",
+                                                  detail="a message it cites was forgotten"))
+        checked.kept = facts
         if report is not None:
             report.kept, report.rejected, report.repointed = checked.kept, checked.rejected, checked.repointed
         if checked.rejected:
@@ -126,15 +141,3 @@ def _provenance(sources: Sequence[str], messages: Sequence[Message], index_of: d
         elif messages[i].id is not None:  # None: a private label, not an id the caller gave
             out.extend(message_sources(messages[i]))
     return list(dict.fromkeys(out))
-
-
-def _raw_unit_of_message(messages: Sequence[Message], raw: Sequence[Memory], window: int) -> dict[int, str]:
-    """Message index -> the raw unit holding it. The raw units are the document's messages (blank ones skipped)
-    in windows of ``window``, in order; if some were forgotten since, message ids are matched instead."""
-    kept = [i for i, m in enumerate(messages) if m.text.strip()]
-    windows = [kept[k : k + window] for k in range(0, len(kept), window)]
-    if len(windows) == len(raw):
-        return {i: unit.id for unit, group in zip(raw, windows, strict=True) for i in group}
-    by_id = {source: unit.id for unit in raw for source in unit.sources}
-    return {i: by_id[str(m.id)] for i, m in enumerate(messages) if m.id is not None and str(m.id) in by_id}
-

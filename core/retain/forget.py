@@ -16,14 +16,16 @@ graph is not found again, and the vectors it left marked are deleted by the sync
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..config import Settings
 from ..errors import LostAnswerError
 from ..models import FACT_CITES_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from ..vectors.vector_sync import VectorSync
+from .redact import redacted_content
 
 log = logging.getLogger(__name__)
 
@@ -110,12 +112,14 @@ class ForgetPipeline:
     a job queued in the same transaction), corrections of one, opinions with one among their evidence."""
 
     def __init__(self, store: ForgetStore, vectors: VectorSync,
-                 rebuild_job: Callable[[str, list[str]], Job] | None = None) -> None:
+                 rebuild_job: Callable[[str, list[str]], Job] | None = None, settings: Settings | None = None) -> None:
         """Deletes through ``store`` (the truth) and then ``vectors``; ``rebuild_job(bank, entity_ids)`` is the job
-        that writes observations again (none: they are only deleted)."""
+        that writes observations again (none: they are only deleted); ``settings`` say how retain cut documents
+        into units (to cut a forgotten message out of its stored document)."""
         self.store = store
         self.vectors = vectors
         self.rebuild_job = rebuild_job
+        self.settings = settings or Settings()
 
     def forget(
         self, bank_id: str, *, memory_id: str | None = None, document_id: str | None = None, entity: str | None = None
@@ -162,8 +166,9 @@ class ForgetPipeline:
                 return Forgotten([], {"memories": 0})
             found = dependents(store.units_with_references(bank_id), ids)
             everything = list(dict.fromkeys([*ids, *found.kinds]))
+            documents = self._redactions(bank_id, everything)
             try:
-                deleted = self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found))
+                deleted = self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found), documents=documents)
             except Exception as exc:
                 if not self._stood(bank_id, everything):
                     raise
@@ -179,6 +184,28 @@ class ForgetPipeline:
             # Also when nothing was found: a forget that failed after its transaction left marked vectors, and
             # calling it again is what finishes it.
             self._reembed_neighbours()
+
+    def _redactions(self, bank_id: str, ids: Sequence[str]) -> dict[str, str]:
+        """Document id -> its stored content without the messages of the raw units among ``ids`` (a memory or
+        entity forgotten while its document stays: ``export`` and a queued facts job read that content)."""
+        store = self.store
+        by_document: dict[str, set[str]] = {}
+        for unit in store.get_units(bank_id, list(ids)):
+            if unit.cites is None and unit.document_id:
+                by_document.setdefault(unit.document_id, set()).add(unit.id)
+        out: dict[str, str] = {}
+        settings = self.settings
+        for document_id, forgotten in by_document.items():
+            doc = store.get_document(bank_id, document_id)
+            if doc is None:
+                continue
+            raw = [u for u in store.get_units(bank_id, store.units_of_document(bank_id, document_id))
+                   if u.cites is None]
+            content = redacted_content(doc, raw, forgotten, window=settings.raw_window,
+                                       passage_chars=settings.passage_chars, max_chars=settings.max_document_chars)
+            if content is not None:
+                out[document_id] = content
+        return out
 
     def _stood(self, bank_id: str, ids: Sequence[str], document_id: str | None = None) -> bool:
         """Whether a delete that raised committed anyway: none of ``ids`` (nor the document) is left. False when the
@@ -221,13 +248,15 @@ class ForgetPipeline:
             return []
         return [self.rebuild_job(bank_id, found.rebuild)]
 
-    def delete_units(self, bank_id: str, ids: list[str], *, jobs: Sequence[Job] = ()) -> int:
-        """Delete units from the graph (marking their vectors, queueing ``jobs``), then their vectors; returns how
-        many existed."""
+    def delete_units(self, bank_id: str, ids: list[str], *, jobs: Sequence[Job] = (),
+                     documents: Mapping[str, str] | None = None) -> int:
+        """Delete units from the graph (marking their vectors, queueing ``jobs``, setting the ``documents``'
+        redacted content), then their vectors; returns how many existed."""
         if not ids:
             return 0
         with self.vectors.hold(bank_id, ids):
-            deleted = self.store.delete_units(bank_id, ids, owner=self.vectors.owner, jobs=jobs)
+            deleted = self.store.delete_units(bank_id, ids, owner=self.vectors.owner, jobs=jobs,
+                                              documents=documents)
             self.vectors.finish_delete(bank_id, ids)
         return deleted
 

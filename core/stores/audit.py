@@ -13,6 +13,7 @@ consequence of that entry and is not recorded again.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import uuid
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,13 @@ MAX_SUMMARY_CHARS = 200
 
 MAX_LIMIT = 10_000
 """The most entries one read of the trail returns."""
+
+
+def name_digest(name: str) -> str:
+    """A short digest of a name (folded: case and spacing do not matter), for a trail that must not quote it."""
+    from ..text.names import normalise_name
+
+    return hashlib.sha256(normalise_name(name).encode("utf-8")).hexdigest()[:16]
 
 
 def entry(

@@ -6,7 +6,7 @@ Every method takes the bank id first: no call can read or write outside its bank
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
@@ -286,10 +286,11 @@ class UnitStore(Protocol):
         ...
 
     def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
-                     jobs: Sequence[Job] = ()) -> int:
+                     jobs: Sequence[Job] = (), documents: Mapping[str, str] | None = None) -> int:
         """Delete units with their links, mentions and opinion history, mark their vectors for removal (under
-        ``owner``) and queue ``jobs`` in the same transaction; memories the deleted ones superseded are current
-        again. Return how many existed."""
+        ``owner``), queue ``jobs`` and set the content of the ``documents`` (id -> content: the stored input with
+        the deleted messages cut out, ``retain.redact``) in the same transaction; memories the deleted ones
+        superseded are current again. Return how many existed."""
         ...
 
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:

@@ -7,8 +7,8 @@ import json
 import math
 import time
 import uuid
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import ConflictError
@@ -166,9 +166,10 @@ class Neo4jUnits(Neo4jConnection):
         return [r["id"] for r in rows]
 
     def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
-                     jobs: Sequence[Job] = ()) -> int:
+                     jobs: Sequence[Job] = (), documents: Mapping[str, str] | None = None) -> int:
         """Delete units with their links, mentions and opinion history; entity counts follow; their vectors are
-        marked for removal under ``owner`` and ``jobs`` are queued in the same transaction."""
+        marked for removal under ``owner``, ``jobs`` are queued and the ``documents``' content is set (id ->
+        content) in the same transaction."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return 0
@@ -177,6 +178,10 @@ class Neo4jUnits(Neo4jConnection):
             deleted = _delete_units_tx(tx, bank_id, wanted, owner)
             for job in jobs:
                 _create_job_tx(tx, job)
+            now = _ts(datetime.now(UTC))
+            for document_id, content in (documents or {}).items():
+                tx.run("MATCH (d:Document {key: $key}) SET d.content = $content, d.updated_at = $now",
+                       key=_doc_key(bank_id, document_id), content=content, now=now).consume()
             return deleted
 
         try:

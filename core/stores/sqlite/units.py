@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Sequence
-from datetime import datetime
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import ConflictError
@@ -187,13 +187,18 @@ class SQLiteUnits(SQLiteConnection):
         return [r[0] for r in rows]
 
     def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
-                     jobs: Sequence[Job] = ()) -> int:
+                     jobs: Sequence[Job] = (), documents: Mapping[str, str] | None = None) -> int:
         """Delete units with their links, mentions and history; entity counts follow; their vectors are marked
-        for removal under ``owner`` and ``jobs`` are queued in the same transaction. Returns how many existed."""
+        for removal under ``owner``, ``jobs`` are queued and the ``documents``' content is set (id -> content) in
+        the same transaction. Returns how many existed."""
         with self._tx() as con:
             deleted = _delete_units(con, bank_id, ids, owner)
             for job in jobs:
                 _insert_job(con, job)
+            now = _ts(datetime.now(UTC))
+            for document_id, content in (documents or {}).items():
+                con.execute("UPDATE documents SET content = ?, updated_at = ? WHERE bank_id = ? AND id = ?",
+                            (content, now, bank_id, document_id))
             return deleted
 
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:

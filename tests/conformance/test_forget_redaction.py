@@ -1,0 +1,79 @@
+"""Forgetting a message by id or by entity takes its words out of the stored document too, on every backend: the
+raw input retain stored first is what ``export`` writes and what a queued facts job reads (``retain/redact.py``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from conformance_support import Backend
+
+from hindsight_core.runtime.integrity import check
+
+MESSAGES = [
+    {"speaker": "Ana", "text": "I see Dr. Okafor about my knee every Tuesday.", "id": "m1"},
+    {"speaker": "Rui", "text": "I run along the river every Sunday morning.", "id": "m2"},
+    {"speaker": "Ana", "text": "The bakery on our street sells great rye bread.", "id": "m3"},
+]
+
+
+def _export_text(hs: Any, bank_id: str, path: Path) -> str:
+    hs.bank(bank_id).export(path)
+    return path.read_text(encoding="utf-8").lower()
+
+
+def test_forgetting_a_message_cuts_it_out_of_its_document_and_the_export(
+    backend: Backend, embedder: Any, bank_id: str, tmp_path: Path,
+) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        assert "okafor" in _export_text(hs, bank_id, tmp_path / "before.jsonl")
+        assert bank.forget(memory_id=knee.id) == 1
+        doc = hs.store.get_document(bank_id, "d1")
+        assert doc is not None and "Okafor" not in doc.content
+        # The other messages stay in the document, whole, as retain stored them.
+        assert "every Sunday morning" in doc.content and "great rye bread" in doc.content
+        assert "okafor" not in _export_text(hs, bank_id, tmp_path / "after.jsonl")
+        assert check(hs).ok
+
+
+def test_forgetting_an_entity_cuts_its_messages_out_and_the_trail_does_not_name_it(
+    backend: Backend, embedder: Any, bank_id: str, tmp_path: Path,
+) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        assert bank.forget(entity="Dr Okafor") >= 1
+        doc = hs.store.get_document(bank_id, "d1")
+        assert doc is not None and "Okafor" not in doc.content and "rye bread" in doc.content
+        assert "okafor" not in _export_text(hs, bank_id, tmp_path / "after.jsonl")
+        entry = bank.audit(limit=1)[0]
+        assert entry.operation == "forget" and "okafor" not in entry.summary.lower()
+        assert entry.summary.startswith("entity sha256:")
+
+
+def test_a_forgotten_passage_of_a_text_is_blanked_and_the_others_keep_their_offsets(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    paragraphs = [
+        "The allotment committee met on Monday. " * 12,
+        "Marguerite Holloway asked for the shed key to be copied. " * 9,
+        "The water butts will be cleaned before the frost comes. " * 9,
+    ]
+    text = "\n\n".join(p.strip() for p in paragraphs)
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(text, document_id="t1", extract=False, background=False)
+        assert len(result.memories) >= 3
+        secret = next(m for m in result.memories if "Holloway" in m.text)
+        others = [m for m in result.memories if m.id != secret.id]
+        bank.forget(memory_id=secret.id)
+        doc = hs.store.get_document(bank_id, "t1")
+        assert doc is not None and "Holloway" not in doc.content and len(doc.content) == len(text)
+        # Each other passage's offsets still point at its own words in the stored text.
+        for unit in others:
+            span = next(s for s in unit.sources if s.startswith("chars:"))
+            start, end = (int(x) for x in span.removeprefix("chars:").split("-"))
+            assert doc.content[start:end] == text[start:end] and doc.content[start:end].strip() in unit.text

@@ -1,0 +1,67 @@
+"""A message forgotten while its document's facts job is queued is not extracted again: the job reads the document
+with the message cut out (``retain/redact.py``), and a job that read it before the forget stores no fact citing it
+(``retain/fact_job.py``, rejected as ``forgotten`` without quoting it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scripted_llm import ScriptedLLM
+
+from hindsight_core import Hindsight
+from hindsight_core.extract.grounding import GroundingReport
+from hindsight_core.runtime.integrity import check
+
+MESSAGES = [
+    {"speaker": "Ana", "text": "I see Dr. Okafor about my knee every Tuesday.", "id": "s1"},
+    {"speaker": "Ana", "text": "I run along the river every Sunday, it is lovely.", "id": "s2"},
+]
+
+
+def _facts(messages: Any, schema: Any) -> dict[str, Any]:
+    """The model's answer: a fact of each message it was shown (what it was not shown it cannot cite)."""
+    prompt = " ".join(str(getattr(m, "content", m)) for m in messages)
+    facts = []
+    if "Okafor" in prompt:
+        facts.append({"text": "Ana sees Dr. Okafor about her knee every Tuesday.", "src": ["s1"]})
+    if "river" in prompt:
+        facts.append({"text": "Ana runs along the river every Sunday.", "src": ["s2"]})
+    return {"facts": facts}
+
+
+def _texts(hs: Hindsight) -> list[str]:
+    return [u.text for u in hs.store.get_units("ana", list(hs.store.unit_ids("ana")))]
+
+
+def test_a_message_forgotten_before_its_facts_job_runs_is_not_extracted(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([_facts] * 4), start_worker=False) as hs:
+        bank = hs.bank("ana")
+        result = bank.retain(MESSAGES, document_id="d1")
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank.forget(memory_id=knee.id)
+        while hs.worker.run_once():
+            pass
+        texts = _texts(hs)
+        assert not any("Okafor" in t for t in texts)
+        facts = [u for u in hs.store.get_units("ana", list(hs.store.unit_ids("ana"))) if u.cites is not None]
+        assert [f.text.split(" (")[0] for f in facts] == ["Ana runs along the river every Sunday"]
+        assert all(f.cites for f in facts)
+        assert check(hs).ok
+
+
+def test_a_facts_job_that_read_the_message_before_the_forget_stores_no_fact_citing_it(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([_facts] * 4), start_worker=False) as hs:
+        bank = hs.bank("ana")
+        result = bank.retain(MESSAGES, document_id="d1")
+        read_first = hs.store.get_document("ana", "d1")  # the job's read, before the forget committed
+        assert read_first is not None
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank.forget(memory_id=knee.id)
+        report = GroundingReport()
+        stored = hs.engine.facts.add_facts(read_first, report)
+        assert stored is not None and [m.text.split(" (")[0] for m in stored.memories] == [
+            "Ana runs along the river every Sunday"]
+        forgotten = [r for r in report.rejected if r.reason == "forgotten"]
+        assert len(forgotten) == 1 and forgotten[0].text == ""
+        assert not any("Okafor" in t for t in _texts(hs))
