@@ -479,7 +479,8 @@ def test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to(
     from test_llm_unit import StubEndpoint
 
     stub = StubEndpoint()
-    facts = json.dumps({"facts": [{"text": "Rosa works at the Lighthouse Bakery.", "src": ["m1"]}]})
+    facts = json.dumps({"facts": [{"text": "Rosa works at the Lighthouse Bakery.", "src": ["m1"]},
+                                  {"text": "Rosa moved to Marseille in 2019.", "src": ["m1"]}]})
     summary = json.dumps({"summary": "Rosa works at the Lighthouse Bakery."})
     # The command also waits for the entity summary the facts job queues: answered, not retried with backoff.
     stub.content = lambda request: summary if "summary" in request["messages"][0]["content"] else facts
@@ -499,7 +500,12 @@ def test_retain_with_the_llm_waits_for_the_facts_unless_told_not_to(
         # This one's facts, waited for: the same message again, so its fact is linked to the first document's
         # (restated), not stored twice.
         assert doc["memories"] == 1 and doc["facts"] + doc["restated"] == 1 and doc["restated"] == 1
+        # The fact its message does not say was not stored, and the command says so (per reason).
+        assert doc["rejected"] == 1 and doc["rejected_by_reason"] == {"content": 1}
+        code, out, err = call("--path", str(tmp_path / "m"), "retain", "b", str(path), "--document-id", "d3")
+        assert code == 0, err
+        assert "not stored by the checks (content 1)" in out
         extractions = [r for r in stub.requests if "into facts" in r["messages"][0]["content"]]
-        assert len(extractions) == 2  # the first retain's job ran too (in its process, or resumed in this one)
+        assert len(extractions) == 3  # the first retain's job ran too (in its process, or resumed in this one)
     finally:
         stub.close()

@@ -307,6 +307,9 @@ def _wait_for_facts(hs: Hindsight, bank: Bank, documents: list[dict[str, Any]]) 
         # Facts the bank already held from another document gained this one's citations instead (restated).
         result = jobs[d["job_id"]].result if d.get("job_id") in jobs else None
         d["restated"] = int((result or {}).get("restated", 0) or 0)
+        # Facts the checks did not store, per reason (``extract/grounding``): never lost without a word.
+        d["rejected"] = int((result or {}).get("rejected", 0) or 0)
+        d["rejected_by_reason"] = dict((result or {}).get("rejected_by_reason") or {})
     failed = [j for j in jobs.values() if j.status == "failed" and j.id in {d["job_id"] for d in documents}]
     for job in failed:
         print(f"  facts of {job.payload.get('document_id')!r} failed (the messages are kept): {job.error}",
@@ -318,7 +321,15 @@ def _retain_report(args: argparse.Namespace, documents: list[dict[str, Any]], *,
     totals = {k: sum(d[k] for d in documents) for k in ("memories", "links")}
     if not args.json:
         if args.extract and args.wait:
-            print(f"{plural(sum(d.get('facts', 0) for d in documents), 'fact')} added by the LLM")
+            line = f"{plural(sum(d.get('facts', 0) for d in documents), 'fact')} added by the LLM"
+            reasons: dict[str, int] = {}
+            for d in documents:
+                for reason, n in (d.get("rejected_by_reason") or {}).items():
+                    reasons[reason] = reasons.get(reason, 0) + int(n)
+            if reasons:
+                detail = ", ".join(f"{reason} {n}" for reason, n in sorted(reasons.items()))
+                line += f"; {sum(reasons.values())} not stored by the checks ({detail})"
+            print(line)
         if many:
             print(f"total: {len(documents)} documents, {plural(totals['memories'], 'memory', 'memories')}, "
                   f"{plural(totals['links'], 'link')} in bank {args.bank!r}")
