@@ -77,3 +77,26 @@ def test_a_forgotten_passage_of_a_text_is_blanked_and_the_others_keep_their_offs
             span = next(s for s in unit.sources if s.startswith("chars:"))
             start, end = (int(x) for x in span.removeprefix("chars:").split("-"))
             assert doc.content[start:end] == text[start:end] and doc.content[start:end].strip() in unit.text
+
+
+def test_forgetting_a_message_drops_the_rejected_facts_sampled_in_its_document_s_job(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    # A facts job's result samples the facts the checks did not store, which may quote the forgotten message.
+    import uuid
+
+    from hindsight_core.models import Job
+
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        job = Job(id=uuid.uuid4().hex, bank_id=bank_id, kind="facts", payload={"document_id": "d1", "revision": 1})
+        hs.store.enqueue_job(job)
+        sample = {"text": "Ana sees Dr. Okafor about her knee.", "sources": ["m1"], "reason": "speaker", "detail": ""}
+        hs.store.finish_job(job.id, result={"facts": 2, "rejected": 1, "rejected_by_reason": {"speaker": 1},
+                                            "rejections": [sample]})
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank.forget(memory_id=knee.id)
+        (stored,) = [j for j in hs.store.list_jobs(bank_id) if j.id == job.id]
+        # The sample goes, the counts stay.
+        assert stored.result == {"facts": 2, "rejected": 1, "rejected_by_reason": {"speaker": 1}, "rejections": []}

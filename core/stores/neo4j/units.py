@@ -182,6 +182,7 @@ class Neo4jUnits(Neo4jConnection):
             for document_id, content in (documents or {}).items():
                 tx.run("MATCH (d:Document {key: $key}) SET d.content = $content, d.updated_at = $now",
                        key=_doc_key(bank_id, document_id), content=content, now=now).consume()
+                _drop_rejection_samples_tx(tx, bank_id, document_id)
             return deleted
 
         try:
@@ -464,3 +465,16 @@ def _link_tx(tx: Any, bank_id: str, links: list[dict[str, Any]], events: list[di
             "UNWIND $rows AS r MATCH (u:Unit {id: r.opinion_id}) WHERE u.bank_id = $bank "
             "CREATE (o:OpinionEvent) SET o = r", rows=events, bank=bank_id,
         ).consume()
+
+
+def _drop_rejection_samples_tx(tx: Any, bank_id: str, document_id: str) -> None:
+    """A finished facts job's result samples the facts the checks rejected, which may quote messages forgotten since:
+    the sample goes, the counts stay."""
+    rows = tx.run("MATCH (j:Job) WHERE j.bank_id = $bank AND j.payload CONTAINS $needle AND j.result IS NOT NULL "
+                  "RETURN j.id AS id, j.result AS result",
+                  bank=bank_id, needle=json.dumps({"document_id": document_id})[1:-1])
+    for row in list(rows):
+        result = json.loads(row["result"])
+        if isinstance(result, dict) and result.get("rejections"):
+            tx.run("MATCH (j:Job {id: $id}) WHERE j.bank_id = $bank SET j.result = $result", id=row["id"],
+                   bank=bank_id, result=json.dumps({**result, "rejections": []}, default=str)).consume()

@@ -199,6 +199,11 @@ class SQLiteUnits(SQLiteConnection):
             for document_id, content in (documents or {}).items():
                 con.execute("UPDATE documents SET content = ?, updated_at = ? WHERE bank_id = ? AND id = ?",
                             (content, now, bank_id, document_id))
+                # A finished facts job's result samples the facts the checks rejected, which may quote the
+                # forgotten messages: the sample goes, the counts stay.
+                con.execute("UPDATE jobs SET result = json_set(result, '$.rejections', json('[]')) WHERE bank_id = ? "
+                            "AND json_extract(payload, '$.document_id') = ? AND json_type(result, '$.rejections') "
+                            "IS NOT NULL", (bank_id, document_id))
             return deleted
 
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
