@@ -78,7 +78,9 @@ def observation_of(store: UnitStore, bank_id: str, entity_id: str) -> Memory | N
     """The current observation of the entity ``entity_id`` (an id: names can be ambiguous, ids are not), or None:
     the one lookup that ``Bank.observation``, the explorer and the observation job (its previous summary) share."""
     ids = store.units_of_document(bank_id, observation_document_id(entity_id))
-    units = store.get_units(bank_id, ids) if ids else []
+    # A superseded summary is history: until its rebuild writes a new one (or when nothing current supports one),
+    # the entity has no current observation, rather than one that states the old value as the present.
+    units = [u for u in (store.get_units(bank_id, ids) if ids else []) if u.superseded_by is None]
     return units[0] if units else None
 
 

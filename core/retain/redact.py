@@ -5,8 +5,10 @@ read it from there. Forgetting a raw memory by id or by entity must therefore cu
 in the same transaction that deletes the memory: otherwise ``export`` still writes the text, and a facts job queued
 before the forget extracts it again as a fact that cites nothing.
 
-A chat document loses the forgotten messages; a passage of a long message or of a text is blanked with spaces, so
-the offsets (``chars:START-END``) that the other passages' units list as sources still point at their words.
+A forgotten message of a chat document keeps its place, id and time with no text and no speaker (a blank message
+makes no unit, so the document's other messages still line up with their units, and the explorer's timeline can
+still place the gap); a passage of a long message or of a text is blanked with spaces, so the offsets
+(``chars:START-END``) that the other passages' units list as sources still point at their words.
 """
 
 from __future__ import annotations
@@ -58,6 +60,6 @@ def redacted_content(doc: Document, raw: Sequence[Memory], forgotten: set[str], 
     original = document_input(doc)
     if isinstance(original, str):
         return texts[0] if texts else ""
-    # Stored as retain stores messages (``raw_json``), the forgotten ones left out.
-    return raw_json([m.model_copy(update={"text": texts[k]}) for k, m in enumerate(messages) if k not in dropped],
-                    original)
+    # Stored as retain stores messages (``raw_json``); a forgotten one is an empty message at its place and time.
+    return raw_json([Message(text="", id=m.id, timestamp=m.timestamp) if k in dropped
+                     else m.model_copy(update={"text": texts[k]}) for k, m in enumerate(messages)], original)

@@ -3,6 +3,7 @@ raw input retain stored first is what ``export`` writes and what a queued facts 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +34,12 @@ def test_forgetting_a_message_cuts_it_out_of_its_document_and_the_export(
         assert bank.forget(memory_id=knee.id) == 1
         doc = hs.store.get_document(bank_id, "d1")
         assert doc is not None and "Okafor" not in doc.content
-        # The other messages stay in the document, whole, as retain stored them.
+        # The other messages stay in the document, whole, as retain stored them; the forgotten one keeps its place
+        # and id (the timeline places the gap by it), with no text and no speaker.
         assert "every Sunday morning" in doc.content and "great rye bread" in doc.content
+        stored = json.loads(doc.content)
+        assert [m["id"] for m in stored] == ["m1", "m2", "m3"]
+        assert stored[0]["text"] == "" and "speaker" not in stored[0]
         assert "okafor" not in _export_text(hs, bank_id, tmp_path / "after.jsonl")
         assert check(hs).ok
 

@@ -174,6 +174,45 @@ def test_an_observation_resting_on_a_superseded_memory_is_superseded_and_rewritt
         assert top.index(porto.id) < top.index(summary.id)
 
 
+def test_the_rewritten_observation_states_what_is_current_not_what_was_superseded(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    # The rebuild job runs (extractive observations: no model): the new summary rests on current facts only, and
+    # until it is written the superseded summary is not offered as the entity's observation.
+    from hindsight_core.extract.base import ExtractedEntity
+    from hindsight_core.models import EntityType
+
+    def fact(raw: Memory, text: str) -> Memory:
+        doc = Document(id=raw.document_id or "", bank_id=bank_id, content="", timestamp=raw.mentioned_at)
+        made = ExtractedFact(text=text, network=Network.WORLD, sources=list(raw.sources),
+                             mentioned_at=raw.mentioned_at, entities=[ExtractedEntity(name="Ana",
+                                                                                       type=EntityType.PERSON)])
+        return hs.engine.retainer.store_facts(doc, [made], cites=[[raw.id]]).memories[0]
+
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        bank.retain([say("Ana", "I live in Lisbon, in a small flat near the river.", "a1", 0)], document_id="s1",
+                    extract=False, background=False)
+        lisbon = hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, "s1"))[0]
+        old_fact = fact(lisbon, "Ana lives in Lisbon in a small flat near the river.")
+        old_summary = _observation(hs, bank_id, "Ana", [lisbon, old_fact])
+        assert bank.observation("Ana") is not None
+        bank.retain([say("Ana", "We moved to Porto last month, the new flat is much bigger.", "a3", 300)],
+                    document_id="s3", extract=False, background=False)
+        porto = hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, "s3"))[0]
+        assert bank.get(old_fact.id).superseded_by == porto.id  # type: ignore[union-attr]
+        assert bank.get(old_summary.id).superseded_by == porto.id  # type: ignore[union-attr]
+        # Superseded and not yet rewritten: no current observation, rather than one saying she lives in Lisbon.
+        assert bank.observation("Ana") is None
+        fact(porto, "Ana moved to Porto and her new flat is much bigger.")
+        assert _queued_rebuilds(hs, bank_id)
+        while hs.worker.run_once():
+            pass
+        rewritten = bank.observation("Ana")
+        assert rewritten is not None and rewritten.id != old_summary.id
+        assert "Porto" in rewritten.text and "Lisbon" not in rewritten.text
+
+
 def test_forgetting_takes_what_rests_on_it(backend: Backend, embedder: Any, bank_id: str) -> None:
     with backend.open(embedder) as hs:
         by_msg = fill(hs, bank_id)
