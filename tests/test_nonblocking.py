@@ -126,7 +126,7 @@ def timed(*argv: str) -> tuple[float, str]:
 # ------------------------------------------------------------------------------------------------
 # reads
 # ------------------------------------------------------------------------------------------------
-def test_stats_and_recall_run_no_queued_job_and_take_as_long_as_on_an_idle_bank(
+def test_stats_recall_and_export_run_no_queued_job_and_take_as_long_as_on_an_idle_bank(
     tmp_path: Path, slow_endpoint: tuple[StubEndpoint, threading.Event]
 ) -> None:
     stub, _ = slow_endpoint  # a job these commands started would hold them for a minute
@@ -142,11 +142,14 @@ def test_stats_and_recall_run_no_queued_job_and_take_as_long_as_on_an_idle_bank(
         assert json.loads(out)["units"] == 2
         times[store]["recall"], out = timed("--path", str(path), "--json", "recall", "b", "10k race in Porto")
         assert "m2" in json.loads(out)["memories"][0]["sources"]
+        exported = tmp_path / f"{store}.jsonl"
+        times[store]["export"], out = timed("--path", str(path), "export", "b", "-o", str(exported))
+        assert "10k" in exported.read_text(encoding="utf-8")
 
     assert stub.requests == []  # no model was asked anything
     (job,) = jobs_of(queued).values()
     assert (job.status, job.attempts) == (JobStatus.QUEUED, 0)  # never claimed
-    for command in ("stats", "recall"):
+    for command in ("stats", "recall", "export"):
         assert times["queued"][command] <= 2 * times["idle"][command] + 1.0, times
 
 
