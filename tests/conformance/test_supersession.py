@@ -70,6 +70,12 @@ def test_recall_puts_what_is_current_first_and_keeps_the_past(backend: Backend, 
         assert item.superseded_by == porto.id
         before = bank.recall("Where did Ana live before she moved?", reference_time=T0 + timedelta(days=400))
         assert lisbon.id in [m.id for m in before.memories[:5]]
+        # A time range in the past finds what was true then, superseded since.
+        spring = bank.recall("Where does Ana live?", time_range=(T0, T0 + timedelta(days=100)),
+                             reference_time=T0 + timedelta(days=400))
+        spring_ids = [m.id for m in spring.memories]
+        assert lisbon.id in spring_ids[:3] and (porto.id not in spring_ids
+                                                or spring_ids.index(lisbon.id) < spring_ids.index(porto.id))
         # As of a day before the move was said: the move is not known yet and Lisbon is current.
         then = bank.recall("Where does Ana live?", as_of=T0 + timedelta(days=100))
         then_ids = [m.id for m in then.memories]
