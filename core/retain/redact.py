@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..errors import InvalidInputError
 from ..models import Document, DocumentKind, Memory, Message
 from ..text.inputs import document_input, normalise_messages, raw_json
-from ..text.passages import Passage, split_long_messages
+from ..text.passages import Passage, passage_spans, split_long_messages
 
 
 def raw_unit_of_message(messages: Sequence[Message], raw: Sequence[Memory], window: int) -> dict[int, str]:
@@ -35,19 +36,22 @@ def redacted_content(doc: Document, raw: Sequence[Memory], forgotten: set[str], 
                      max_chars: int) -> str | None:
     """``doc``'s content without the messages (or passages) of the raw units ``forgotten``, given all of the
     document's raw units ``raw`` in order; None when none of its messages is among them."""
+    is_text = doc.kind == DocumentKind.TEXT
     messages, _ = normalise_messages(document_input(doc), doc.timestamp, [], max_chars)
-    pieces = split_long_messages(messages, passage_chars, text=doc.kind == DocumentKind.TEXT)
+    pieces = split_long_messages(messages, passage_chars, text=is_text)
     unit_of = raw_unit_of_message(pieces, raw, window)
     cut = [i for i, unit in unit_of.items() if unit in forgotten]
     if not cut:
         return None
-    # Which original message each piece came from: a message is one piece, or several passages in a row.
+    # Which original message each piece came from: as ``split_long_messages`` cuts them, a message is one piece, or
+    # as many passages as ``passage_spans`` finds in it.
     owner: list[int] = []
-    m = -1
-    for piece in pieces:
-        if not isinstance(piece, Passage) or piece.start == 0 or not owner:
-            m += 1
-        owner.append(m)
+    for k, message in enumerate(messages):
+        whole = is_text and len(messages) == 1 and message.id is None
+        split = whole or len(message.text) > passage_chars
+        owner += [k] * (len(passage_spans(message.text, passage_chars)) if split else 1)
+    if len(owner) != len(pieces):  # pragma: no cover - the two cuts are the same function's
+        raise InvalidInputError(f"document {doc.id!r}: its passages do not line up with its messages")
     texts = [message.text for message in messages]
     dropped: set[int] = set()
     for i in cut:
