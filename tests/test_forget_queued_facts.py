@@ -65,3 +65,15 @@ def test_a_facts_job_that_read_the_message_before_the_forget_stores_no_fact_citi
         forgotten = [r for r in report.rejected if r.reason == "forgotten"]
         assert len(forgotten) == 1 and forgotten[0].text == ""
         assert not any("Okafor" in t for t in _texts(hs))
+
+
+def test_a_document_that_no_longer_parses_does_not_stop_a_forget(tmp_path: Path) -> None:
+    with Hindsight.open(tmp_path / "m", start_worker=False) as hs:
+        bank = hs.bank("ana")
+        result = bank.retain(MESSAGES, document_id="d1", extract=False)
+        doc = hs.store.get_document("ana", "d1")
+        assert doc is not None
+        hs.store.put_document(doc.model_copy(update={"content": "{not json"}))  # damaged outside the library
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        assert bank.forget(memory_id=knee.id) == 1
+        assert bank.get(knee.id) is None and check(hs).ok

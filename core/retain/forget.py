@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..config import Settings
-from ..errors import LostAnswerError
+from ..errors import InvalidInputError, LostAnswerError
 from ..models import FACT_CITES_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from ..vectors.vector_sync import VectorSync
@@ -201,8 +201,13 @@ class ForgetPipeline:
                 continue
             raw = [u for u in store.get_units(bank_id, store.units_of_document(bank_id, document_id))
                    if u.cites is None]
-            content = redacted_content(doc, raw, forgotten, window=settings.raw_window,
-                                       passage_chars=settings.passage_chars, max_chars=settings.max_document_chars)
+            try:
+                content = redacted_content(doc, raw, forgotten, window=settings.raw_window,
+                                           passage_chars=settings.passage_chars,
+                                           max_chars=settings.max_document_chars)
+            except InvalidInputError as exc:  # a stored document that no longer parses: the memories still go
+                log.warning("forget: document %r of bank %s left as it is (%s)", document_id, bank_id, exc)
+                continue
             if content is not None:
                 out[document_id] = content
         return out
