@@ -133,9 +133,11 @@ def wire(
     handlers: dict[str, Handler] = {RETAIN: jobs.run_retain, FACTS: facts.run, REFLECT: jobs.run_reflect,
                                     OBSERVATIONS: observations.run, OPINIONS: reinforcer.run}
     worker = Worker(store, handlers, owner=owner, gate=gate)
+    forgetter = ForgetPipeline(store, vectors, rebuild_job, settings)
+    facts.delete_units = forgetter.delete_units  # a fact citing a message forgotten during its job goes too
     return Engine(store=store, index=index, embedder=embedder, settings=settings, vectors=vectors,
                   retainer=retainer, recaller=recaller, reflector=reflector,
-                  forgetter=ForgetPipeline(store, vectors, rebuild_job, settings),
+                  forgetter=forgetter,
                   corrector=Corrector(store, retainer.store_facts, lambda: retainer.raw_extractor),
                   jobs=jobs, facts=facts, observations=observations, reinforcer=reinforcer, worker=worker, llm=llm,
                   gate=gate)

@@ -68,7 +68,8 @@ class EmbeddingError(HindsightError):
 
 class ConflictError(HindsightError):
     """The document was stored again (a newer retain of the same id) while this retain ran; the newer one wins
-    and nothing of this one was kept."""
+    and nothing of this one was kept. Also raised by a store when a document changed between a forget's read of it
+    and its write (the forget reads again)."""
 
 
 class ClosedError(HindsightError):

@@ -50,7 +50,9 @@ def test_a_message_forgotten_before_its_facts_job_runs_is_not_extracted(tmp_path
         assert check(hs).ok
 
 
-def test_a_facts_job_that_read_the_message_before_the_forget_stores_no_fact_citing_it(tmp_path: Path) -> None:
+def test_a_facts_job_that_read_the_message_before_the_forget_stores_no_fact_citing_it(
+    tmp_path: Path, monkeypatch: Any,
+) -> None:
     with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([_facts] * 4), start_worker=False) as hs:
         bank = hs.bank("ana")
         result = bank.retain(MESSAGES, document_id="d1")
@@ -58,10 +60,14 @@ def test_a_facts_job_that_read_the_message_before_the_forget_stores_no_fact_citi
         assert read_first is not None
         knee = next(m for m in result.memories if "Okafor" in m.text)
         bank.forget(memory_id=knee.id)
-        report = GroundingReport()
-        stored = hs.engine.facts.add_facts(read_first, report)
+        # The job reads the document again after its units, and so sees the message emptied ...
+        stored = hs.engine.facts.add_facts(read_first, GroundingReport())
         assert stored is not None and [m.text.split(" (")[0] for m in stored.memories] == [
             "Ana runs along the river every Sunday"]
+        # ... and were its copy still the old one, the fact citing the forgotten message is rejected, unquoted.
+        monkeypatch.setattr(hs.store, "get_document", lambda bank_id, document_id: read_first)
+        report = GroundingReport()
+        hs.engine.facts.add_facts(read_first, report)
         forgotten = [r for r in report.rejected if r.reason == "forgotten"]
         assert len(forgotten) == 1 and forgotten[0].text == ""
         assert not any("Okafor" in t for t in _texts(hs))
@@ -77,3 +83,54 @@ def test_a_document_that_no_longer_parses_does_not_stop_a_forget(tmp_path: Path)
         knee = next(m for m in result.memories if "Okafor" in m.text)
         assert bank.forget(memory_id=knee.id) == 1
         assert bank.get(knee.id) is None and check(hs).ok
+
+
+def test_a_message_forgotten_during_the_facts_job_s_model_call_leaves_no_fact(tmp_path: Path) -> None:
+    # The forget commits while the model answers: the job's facts citing the message are stored after the forget
+    # looked for them, so the job looks after its own commit and deletes them as the forget would have.
+    opened: list[Hindsight] = []
+
+    def forget_then_answer(messages: Any, schema: Any) -> dict[str, Any]:
+        hs = opened[0]
+        knee = next(u for u in hs.store.get_units("ana", list(hs.store.unit_ids("ana"))) if "Okafor" in u.text)
+        hs.bank("ana").forget(memory_id=knee.id)
+        return _facts(messages, schema)
+
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([forget_then_answer, _facts, _facts]),
+                        start_worker=False) as hs:
+        opened.append(hs)
+        bank = hs.bank("ana")
+        bank.retain(MESSAGES, document_id="d1")
+        while hs.worker.run_once():
+            pass
+        assert not any("Okafor" in t for t in _texts(hs))
+        facts = [u for u in hs.store.get_units("ana", list(hs.store.unit_ids("ana"))) if u.cites is not None]
+        assert [f.text.split(" (")[0] for f in facts] == ["Ana runs along the river every Sunday"]
+        assert check(hs).ok
+
+
+def test_a_job_that_read_a_document_without_message_ids_before_a_forget_keeps_the_other_facts(tmp_path: Path) -> None:
+    # Without ids the messages line up with their units by count only: the job reads the document again after the
+    # units, so the forgotten message is an empty one there and the others still line up.
+    plain = [{k: v for k, v in m.items() if k != "id"} for m in MESSAGES]
+
+    def by_label(messages: Any, schema: Any) -> dict[str, Any]:
+        prompt = " ".join(str(getattr(m, "content", m)) for m in messages)
+        facts = []
+        for line in prompt.splitlines():
+            if "river" in line and "[" in line:
+                label = line[line.index("[") + 1 : line.index("]")]
+                facts.append({"text": "Ana runs along the river every Sunday.", "src": [label]})
+        return {"facts": facts}
+
+    with Hindsight.open(tmp_path / "m", llm=ScriptedLLM([by_label] * 3), start_worker=False) as hs:
+        bank = hs.bank("ana")
+        result = bank.retain(plain, document_id="d1")
+        read_first = hs.store.get_document("ana", "d1")
+        assert read_first is not None
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank.forget(memory_id=knee.id)
+        stored = hs.engine.facts.add_facts(read_first, GroundingReport())
+        assert stored is not None and [m.text.split(" (")[0] for m in stored.memories] == [
+            "Ana runs along the river every Sunday"]
+        assert all(m.cites for m in stored.memories)

@@ -45,6 +45,9 @@ class FactJob:
         self.store = store
         self.retainer = retainer
         self.on_retained = on_retained
+        # Deletes facts (with their vectors) that the job stored citing a message forgotten during its model call
+        # (set by the engine to the forget pipeline's delete; None: they stay).
+        self.delete_units: Callable[[str, list[str]], object] | None = None
         # Every fact is checked against the messages it cites before it is stored (``extract/grounding``).
         self.checker = checker or FactChecker(retainer.embedder.embed)
 
@@ -75,6 +78,12 @@ class FactJob:
         raw = [u for u in units if u.cites is None]
         if not raw:
             return None  # every message was forgotten since the retain: nothing is left to extract from
+        # Read again after the units: a forget cuts its messages out of the document in the transaction that deletes
+        # their units, so this copy is at least as new as the units (the messages line up with them).
+        fresh = self.store.get_document(doc.bank_id, doc.id)
+        if fresh is None or fresh.revision != doc.revision:
+            return None
+        doc = fresh
         messages, _ = normalise_messages(document_input(doc), doc.timestamp, [], settings.max_document_chars)
         # Cut as retain cut it: each passage of a long text is a raw unit, and a prompt window holds a few passages.
         messages = split_long_messages(messages, settings.passage_chars, text=doc.kind == DocumentKind.TEXT)
@@ -111,10 +120,26 @@ class FactJob:
             fact.position += FACT_POSITION_BASE
         log.info("document %r of bank %s: %d facts from %d messages", doc.id, doc.bank_id, len(facts), len(messages))
         try:
-            return self.retainer.store_facts(doc, facts, [], doc.options.get("metadata") or None,
-                                             revision=doc.revision, cites=cites)
+            result = self.retainer.store_facts(doc, facts, [], doc.options.get("metadata") or None,
+                                               revision=doc.revision, cites=cites)
         except ConflictError:
             return None
+        return self._without_orphans(doc.bank_id, result)
+
+    def _without_orphans(self, bank_id: str, result: RetainResult) -> RetainResult:
+        """``result`` less the facts citing a message that a forget deleted while the model answered: looked for
+        after this commit, as the forget looks for facts committed during its own (between them, nothing is
+        missed), and deleted as the forget would have deleted them."""
+        cited = list({c for m in result.memories for c in (m.cites or [])})
+        alive = self.store.units_exist(bank_id, cited) if cited else set()
+        orphans = [m.id for m in result.memories if any(c not in alive for c in (m.cites or []))]
+        if not orphans or self.delete_units is None:
+            return result
+        self.delete_units(bank_id, orphans)
+        log.info("bank %s: %d facts deleted after their job: a message they cite was forgotten meanwhile", bank_id,
+                 len(orphans))
+        gone = set(orphans)
+        return result.model_copy(update={"memories": [m for m in result.memories if m.id not in gone]})
 
 
 def _labelled(messages: Sequence[Message]) -> tuple[list[Message], dict[str, int]]:

@@ -21,13 +21,17 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..config import Settings
-from ..errors import InvalidInputError, LostAnswerError
+from ..errors import ConflictError, InvalidInputError, LostAnswerError
 from ..models import FACT_CITES_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
+from ..stores.records import DocumentRewrite
 from ..vectors.vector_sync import VectorSync
 from .redact import redacted_content
 
 log = logging.getLogger(__name__)
+
+REWRITE_ATTEMPTS = 5
+"""How often a forget by memory or entity reads again when a document it cuts a message out of changed meanwhile."""
 
 
 class ForgetStore(BankStore, DocumentStore, UnitStore, EntityStore, VectorMarks, Protocol):
@@ -155,27 +159,35 @@ class ForgetPipeline:
                 self.vectors.finish_delete(bank_id, gone)
                 later = self._late_dependents(bank_id, gone, found, [document_id])
                 return Forgotten([*gone, *later], {"memories": len(set(gone) - set(found.kinds)), **found.counts()})
-            if memory_id is not None:
-                ids = [memory_id]
-            else:
-                hit = store.find_entity(bank_id, entity or "")
-                ids = store.units_of_entity(bank_id, hit.id) if hit else []
-            present = store.units_exist(bank_id, ids) if ids else set()
-            ids = [i for i in dict.fromkeys(ids) if i in present]
-            if not ids:
-                return Forgotten([], {"memories": 0})
-            found = dependents(store.units_with_references(bank_id), ids)
-            everything = list(dict.fromkeys([*ids, *found.kinds]))
-            documents = self._redactions(bank_id, everything)
-            try:
-                deleted = self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found), documents=documents)
-            except Exception as exc:
-                if not self._stood(bank_id, everything):
-                    raise
-                self.vectors.finish_delete(bank_id, everything)
-                done = Forgotten(everything, {"memories": len(ids), **found.counts()})
-                raise LostAnswerError(f"forgetting {len(ids)} memories: the store committed but its answer was lost: "
-                                      f"{exc}", done) from exc
+            for attempt in range(REWRITE_ATTEMPTS):
+                if memory_id is not None:
+                    ids = [memory_id]
+                else:
+                    hit = store.find_entity(bank_id, entity or "")
+                    ids = store.units_of_entity(bank_id, hit.id) if hit else []
+                present = store.units_exist(bank_id, ids) if ids else set()
+                ids = [i for i in dict.fromkeys(ids) if i in present]
+                if not ids:
+                    return Forgotten([], {"memories": 0})
+                found = dependents(store.units_with_references(bank_id), ids)
+                everything = list(dict.fromkeys([*ids, *found.kinds]))
+                documents = self._redactions(bank_id, everything)
+                try:
+                    deleted = self.delete_units(bank_id, everything, jobs=self._jobs(bank_id, found),
+                                                documents=documents)
+                    break
+                except ConflictError:
+                    # A document changed between its read and this write (a retain of it again, another forget):
+                    # nothing was written; read everything again.
+                    if attempt == REWRITE_ATTEMPTS - 1:
+                        raise
+                except Exception as exc:
+                    if not self._stood(bank_id, everything):
+                        raise
+                    self.vectors.finish_delete(bank_id, everything)
+                    done = Forgotten(everything, {"memories": len(ids), **found.counts()})
+                    raise LostAnswerError(f"forgetting {len(ids)} memories: the store committed but its answer was "
+                                          f"lost: {exc}", done) from exc
             if not deleted:
                 return Forgotten([], {"memories": 0})  # another process forgot them first (its trail says what)
             later = self._late_dependents(bank_id, everything, found)
@@ -185,7 +197,7 @@ class ForgetPipeline:
             # calling it again is what finishes it.
             self._reembed_neighbours()
 
-    def _redactions(self, bank_id: str, ids: Sequence[str]) -> dict[str, str]:
+    def _redactions(self, bank_id: str, ids: Sequence[str]) -> dict[str, DocumentRewrite]:
         """Document id -> its stored content without the messages of the raw units among ``ids`` (a memory or
         entity forgotten while its document stays: ``export`` and a queued facts job read that content)."""
         store = self.store
@@ -193,7 +205,7 @@ class ForgetPipeline:
         for unit in store.get_units(bank_id, list(ids)):
             if unit.cites is None and unit.document_id:
                 by_document.setdefault(unit.document_id, set()).add(unit.id)
-        out: dict[str, str] = {}
+        out: dict[str, DocumentRewrite] = {}
         settings = self.settings
         for document_id, forgotten in by_document.items():
             doc = store.get_document(bank_id, document_id)
@@ -209,7 +221,7 @@ class ForgetPipeline:
                 log.warning("forget: document %r of bank %s left as it is (%s)", document_id, bank_id, exc)
                 continue
             if content is not None:
-                out[document_id] = content
+                out[document_id] = DocumentRewrite(expected=doc.content, content=content)
         return out
 
     def _stood(self, bank_id: str, ids: Sequence[str], document_id: str | None = None) -> bool:
@@ -254,7 +266,7 @@ class ForgetPipeline:
         return [self.rebuild_job(bank_id, found.rebuild)]
 
     def delete_units(self, bank_id: str, ids: list[str], *, jobs: Sequence[Job] = (),
-                     documents: Mapping[str, str] | None = None) -> int:
+                     documents: Mapping[str, DocumentRewrite] | None = None) -> int:
         """Delete units from the graph (marking their vectors, queueing ``jobs``, setting the ``documents``'
         redacted content), then their vectors; returns how many existed."""
         if not ids:

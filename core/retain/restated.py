@@ -28,18 +28,21 @@ MIN_SIMILARITY = 0.85
 
 # Words that turn a statement around: content words ignore them ("not" is a stop word), so "Ana does not work as a
 # nurse" shares every content word with "Ana works as a nurse". A fact that says the held one no longer holds is
-# news for supersession and recall, not a restatement, and must not lend the held fact its citation.
+# news for supersession and recall, not a restatement, and must not lend the held fact its citation. Compared by
+# kind, so that "stopped" and "quit", or "used to" and "formerly", still restate each other.
 _TURNS = re.compile(r"\b(?:no longer|no more|not|no|never|none|nothing|nobody|cannot|any ?more|used to|formerly|former|"
                     r"stopped|quit|gave up|given up|ex)\b|n['’]t\b", re.IGNORECASE)
+_KIND = {"no longer": "ended", "no more": "ended", "anymore": "ended", "any more": "ended", "stopped": "ended",
+         "quit": "ended", "gave up": "ended", "given up": "ended", "used to": "former", "formerly": "former",
+         "former": "former", "ex": "former"}
 
 
 def _turns(text: str) -> set[str]:
-    """The words of ``text`` that turn a statement around, normalised ("doesn't" and "not" are one)."""
+    """The kinds of words in ``text`` that turn a statement around: ``not`` (any negation), ``ended``, ``former``."""
     out = set()
     for match in _TURNS.finditer(text):
         word = " ".join(match.group(0).lower().replace("’", "'").split())
-        out.add({"n't": "not", "cannot": "not", "any more": "anymore", "former": "formerly",
-                 "given up": "gave up"}.get(word, word))
+        out.add(_KIND.get(word, "not"))
     return out
 
 

@@ -23,7 +23,17 @@ from ..models import AuditEntry  # the audit trail's record (``AuditLog``)
 from ..models import Job, JobStatus  # a second statement keeps the list above on one line
 
 # The records the protocols pass in and out live in ``records``; they are imported from here as well.
-from .records import Edge, OpinionUpdate, Owner, Released, Supersession, UnitBatch, VectorFilter, VectorMeta
+from .records import (
+    DocumentRewrite,
+    Edge,
+    OpinionUpdate,
+    Owner,
+    Released,
+    Supersession,
+    UnitBatch,
+    VectorFilter,
+    VectorMeta,
+)
 from .records import Mention as Mention
 
 C = TypeVar("C", bound=type)
@@ -286,11 +296,12 @@ class UnitStore(Protocol):
         ...
 
     def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
-                     jobs: Sequence[Job] = (), documents: Mapping[str, str] | None = None) -> int:
+                     jobs: Sequence[Job] = (), documents: Mapping[str, DocumentRewrite] | None = None) -> int:
         """Delete units with their links, mentions and opinion history, mark their vectors for removal (under
-        ``owner``), queue ``jobs`` and set the content of the ``documents`` (id -> content: the stored input with
-        the deleted messages cut out, ``retain.redact``) in the same transaction; memories the deleted ones
-        superseded are current again. Return how many existed."""
+        ``owner``), queue ``jobs`` and rewrite the ``documents`` (id -> the stored input with the deleted messages
+        cut out, ``retain.redact``; their facts jobs' samples of rejected facts are dropped) in the same
+        transaction; memories the deleted ones superseded are current again. Return how many existed. A document
+        that no longer holds what its rewrite expected raises ``ConflictError`` and nothing is written."""
         ...
 
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:

@@ -41,6 +41,15 @@ def voted_type(votes: Mapping[str, float], current: str) -> str:
 
 
 @dataclass(frozen=True)
+class DocumentRewrite:
+    """New content for a stored document, written only while it still holds ``expected`` (what the writer read):
+    otherwise the whole write conflicts (``ConflictError``) and changes nothing."""
+
+    expected: str
+    content: str
+
+
+@dataclass(frozen=True)
 class Supersession:
     """A later memory supersedes an earlier one about the same subject and attribute (a move, a new job, a
     correction). Nothing is deleted: the earlier memory keeps its text and gets ``superseded_by`` (``new_id``) and

@@ -105,3 +105,85 @@ def test_forgetting_a_message_drops_the_rejected_facts_sampled_in_its_document_s
         (stored,) = [j for j in hs.store.list_jobs(bank_id) if j.id == job.id]
         # The sample goes, the counts stay.
         assert stored.result == {"facts": 2, "rejected": 1, "rejected_by_reason": {"speaker": 1}, "rejections": []}
+
+
+def test_a_document_stored_again_during_a_forget_is_not_overwritten(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    # The forget reads the document, then a retain of the same id commits before the forget writes: the write
+    # conflicts, nothing of it lands, and the forget reads again (its memory is gone with the old version).
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        forgetter = hs.engine.forgetter
+        real = forgetter._redactions
+        newer = [{"speaker": "Ana", "text": "We moved to Porto, the flat is bigger.", "id": "n1"}]
+
+        def then_retain(*args: Any) -> Any:
+            out = real(*args)
+            if not bank.stats()["units"] == 1:
+                bank.retain(newer, document_id="d1", extract=False, background=False)
+            return out
+
+        forgetter._redactions = then_retain  # type: ignore[method-assign]
+        try:
+            assert bank.forget(memory_id=knee.id) == 0
+        finally:
+            forgetter._redactions = real  # type: ignore[method-assign]
+        doc = hs.store.get_document(bank_id, "d1")
+        assert doc is not None and json.loads(doc.content)[0]["text"] == newer[0]["text"]
+        assert check(hs).ok
+
+
+def test_two_forgets_in_one_document_both_hold(backend: Backend, embedder: Any, bank_id: str) -> None:
+    # The second forget commits between the first one's read of the document and its write.
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        knee, bread = (next(m for m in result.memories if word in m.text) for word in ("Okafor", "rye"))
+        forgetter = hs.engine.forgetter
+        real = forgetter._redactions
+        calls = []
+
+        def and_another(*args: Any) -> Any:
+            out = real(*args)
+            calls.append(1)
+            if len(calls) == 1:
+                bank.forget(memory_id=bread.id)
+            return out
+
+        forgetter._redactions = and_another  # type: ignore[method-assign]
+        try:
+            assert bank.forget(memory_id=knee.id) == 1
+        finally:
+            forgetter._redactions = real  # type: ignore[method-assign]
+        doc = hs.store.get_document(bank_id, "d1")
+        assert doc is not None and "Okafor" not in doc.content and "rye" not in doc.content
+        assert "Sunday morning" in doc.content and len(calls) >= 3  # the first forget read again
+
+
+def test_what_a_unit_holds_is_read_from_its_sources_not_from_today_s_settings(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    text = "\\n\\n".join(p.strip() for p in (
+        "The allotment committee met on Monday. " * 12,
+        "Marguerite Holloway asked for the shed key to be copied. " * 9,
+        "The water butts will be cleaned before the frost comes. " * 9))
+    text = text.replace("\\n\\n", "\\n\\n\\x07", 1)  # a control character the stored text keeps as it was given
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(text, document_id="t1", extract=False, background=False)
+        secret = next(m for m in result.memories if "Holloway" in m.text)
+        forgetter = hs.engine.forgetter
+        was = forgetter.settings
+        forgetter.settings = was.model_copy(update={"passage_chars": 870})  # cut differently today
+        try:
+            bank.forget(memory_id=secret.id)
+        finally:
+            forgetter.settings = was
+        doc = hs.store.get_document(bank_id, "t1")
+        assert doc is not None and len(doc.content) == len(text)
+        start, end = (int(x) for x in next(s for s in secret.sources if s.startswith("chars:"))[6:].split("-"))
+        assert "Holloway" in text[start:end] and doc.content[start:end].strip() == ""
+        assert doc.content[:start] == text[:start] and doc.content[end:] == text[end:]  # the rest byte for byte

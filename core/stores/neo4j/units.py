@@ -17,7 +17,7 @@ from ...text.names import normalise_name
 from ..common import from_epoch as _dt
 from ..common import nearest
 from ..common import to_epoch as _ts
-from ..records import Edge, Supersession, UnitBatch
+from ..records import DocumentRewrite, Edge, Supersession, UnitBatch
 from .connection import Neo4jConnection
 from .cypher import (
     _ENTITY_MERGE,
@@ -166,10 +166,10 @@ class Neo4jUnits(Neo4jConnection):
         return [r["id"] for r in rows]
 
     def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
-                     jobs: Sequence[Job] = (), documents: Mapping[str, str] | None = None) -> int:
+                     jobs: Sequence[Job] = (), documents: Mapping[str, DocumentRewrite] | None = None) -> int:
         """Delete units with their links, mentions and opinion history; entity counts follow; their vectors are
-        marked for removal under ``owner``, ``jobs`` are queued and the ``documents``' content is set (id ->
-        content) in the same transaction."""
+        marked for removal under ``owner``, ``jobs`` are queued and the ``documents`` rewritten in the same
+        transaction (``ConflictError``, nothing written, when one no longer holds what its rewrite expected)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return 0
@@ -179,9 +179,14 @@ class Neo4jUnits(Neo4jConnection):
             for job in jobs:
                 _create_job_tx(tx, job)
             now = _ts(datetime.now(UTC))
-            for document_id, content in (documents or {}).items():
-                tx.run("MATCH (d:Document {key: $key}) SET d.content = $content, d.updated_at = $now",
-                       key=_doc_key(bank_id, document_id), content=content, now=now).consume()
+            for document_id, rewrite in (documents or {}).items():
+                key = _doc_key(bank_id, document_id)
+                rows = list(tx.run("MATCH (d:Document {key: $key}) WITH d, d.content = $expected AS same "
+                                   "SET d.content = CASE WHEN same THEN $content ELSE d.content END, "
+                                   "d.updated_at = CASE WHEN same THEN $now ELSE d.updated_at END RETURN same",
+                                   key=key, expected=rewrite.expected, content=rewrite.content, now=now))
+                if rows and not rows[0]["same"]:
+                    raise ConflictError(f"document {document_id!r} changed while a forget cut a message out of it")
                 _drop_rejection_samples_tx(tx, bank_id, document_id)
             return deleted
 

@@ -16,7 +16,7 @@ from ..common import from_epoch as _dt
 from ..common import nearest
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
-from ..records import Edge, Supersession, UnitBatch
+from ..records import DocumentRewrite, Edge, Supersession, UnitBatch
 from .connection import SQLiteConnection
 from .sql import (
     SUPERSEDED_EXPR,
@@ -187,18 +187,22 @@ class SQLiteUnits(SQLiteConnection):
         return [r[0] for r in rows]
 
     def delete_units(self, bank_id: str, ids: Sequence[str], owner: str | None = None, *,
-                     jobs: Sequence[Job] = (), documents: Mapping[str, str] | None = None) -> int:
+                     jobs: Sequence[Job] = (), documents: Mapping[str, DocumentRewrite] | None = None) -> int:
         """Delete units with their links, mentions and history; entity counts follow; their vectors are marked
-        for removal under ``owner``, ``jobs`` are queued and the ``documents``' content is set (id -> content) in
-        the same transaction. Returns how many existed."""
+        for removal under ``owner``, ``jobs`` are queued and the ``documents`` rewritten in the same transaction
+        (``ConflictError``, nothing written, when one no longer holds what its rewrite expected). Returns how many
+        existed."""
         with self._tx() as con:
             deleted = _delete_units(con, bank_id, ids, owner)
             for job in jobs:
                 _insert_job(con, job)
             now = _ts(datetime.now(UTC))
-            for document_id, content in (documents or {}).items():
-                con.execute("UPDATE documents SET content = ?, updated_at = ? WHERE bank_id = ? AND id = ?",
-                            (content, now, bank_id, document_id))
+            for document_id, rewrite in (documents or {}).items():
+                changed = con.execute("UPDATE documents SET content = ?, updated_at = ? WHERE bank_id = ? AND id = ? "
+                                      "AND content = ?", (rewrite.content, now, bank_id, document_id, rewrite.expected))
+                if changed.rowcount == 0 and con.execute("SELECT 1 FROM documents WHERE bank_id = ? AND id = ?",
+                                                         (bank_id, document_id)).fetchone():
+                    raise ConflictError(f"document {document_id!r} changed while a forget cut a message out of it")
                 # A finished facts job's result samples the facts the checks rejected, which may quote the
                 # forgotten messages: the sample goes, the counts stay.
                 con.execute("UPDATE jobs SET result = json_set(result, '$.rejections', json('[]')) WHERE bank_id = ? "
