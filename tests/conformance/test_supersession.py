@@ -295,6 +295,30 @@ def test_a_restated_fact_is_linked_not_stored_twice(backend: Backend, embedder: 
         assert sorted(m.text for m in facts) == sorted([held.text, other.text])
 
 
+def test_a_restating_document_retained_again_takes_its_citation_back(backend: Backend, embedder: Any,
+                                                                     bank_id: str) -> None:
+    # The held fact gained a citation of the restating message; a retain of that document again replaces the
+    # message, and the held fact stops citing it (the id would name nothing).
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        for i, day in enumerate((0, 40)):
+            bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
+                        document_id=f"d{i}", extract=False, background=False)
+        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
+                         for i in range(2))
+        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
+        again = ExtractedFact(text=held.text, network=Network.WORLD, sources=list(second.sources),
+                              mentioned_at=second.mentioned_at)
+        assert hs.engine.retainer.store_facts(doc, [again], cites=[[second.id]]).restated == 1
+        assert bank.get(held.id).cites == [first.id, second.id]  # type: ignore[union-attr]
+        bank.retain([say("Ana", "The canteen has a new coffee machine.", "n1", 41)], document_id="d1",
+                    extract=False, background=False)
+        assert second.id not in hs.store.unit_ids(bank_id)
+        assert bank.get(held.id).cites == [first.id]  # type: ignore[union-attr]
+        assert check(hs).ok
+
+
 def test_a_fact_that_turns_a_held_one_around_is_not_a_restatement(backend: Backend, embedder: Any,
                                                                   bank_id: str) -> None:
     # "not" is a stop word: the turned fact shares every content word with the held one and is close in meaning,

@@ -173,6 +173,30 @@ def _add_citations_tx(tx: Any, bank_id: str, items: Sequence[tuple[str, list[str
                id=unit_id, bank=bank_id, meta=json.dumps(meta, default=str)).consume()
 
 
+def _drop_citations_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
+    """Facts of other documents that cited raw messages replaced by a retain of their document again (a held fact
+    gains the citations of the facts that restated it) stop citing them: the ids would name nothing."""
+    key = f'"{FACT_CITES_KEY}"'
+    raw = [r["id"] for r in tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.id IN $gone "
+                                   "AND u.network IN ['world', 'experience'] "
+                                   "AND NOT coalesce(u.metadata, '') CONTAINS $key RETURN u.id AS id",
+                                   bank=bank_id, gone=list(gone), key=key)]
+    if not raw:
+        return
+    dropped = set(raw)
+    rows = tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.metadata CONTAINS $key "
+                  "AND any(g IN $raw WHERE u.metadata CONTAINS g) RETURN u.id AS id, u.metadata AS metadata",
+                  bank=bank_id, key=key, raw=raw)
+    for row in list(rows):
+        meta = json.loads(row["metadata"] or "{}")
+        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+        kept = [c for c in held if c not in dropped]
+        if row["id"] not in dropped and len(kept) != len(held):
+            meta[FACT_CITES_KEY] = kept
+            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
+                   id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
+
+
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
     """Memories superseded by a deleted one are current again: what superseded them is no longer believed."""
     if not gone:

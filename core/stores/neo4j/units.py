@@ -25,6 +25,7 @@ from .cypher import (
     _create_job_tx,
     _delete_units_tx,
     _doc_key,
+    _drop_citations_tx,
     _event_props,
     _mark_key,
     _page,
@@ -56,6 +57,7 @@ class Neo4jUnits(Neo4jConnection):
             if batch.document_id is not None and batch.revision is not None:
                 _finish_document_tx(tx, bank_id, batch.document_id, batch.revision)
             if batch.replaces:
+                _drop_citations_tx(tx, bank_id, list(dict.fromkeys(batch.replaces)))  # tells raw units by their node
                 _delete_units_tx(tx, bank_id, list(dict.fromkeys(batch.replaces)), owner)
             remap, names = _upsert_entities_tx(tx, entities)
             if units:

@@ -240,6 +240,29 @@ def _add_citations(con: sqlite3.Connection, bank_id: str, items: Sequence[tuple[
         con.execute("UPDATE units SET metadata = ? WHERE id = ?", (json.dumps(meta, default=str), unit_id))
 
 
+def _drop_citations(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
+    """Facts of other documents that cited raw messages replaced by a retain of their document again (a held fact
+    gains the citations of the facts that restated it) stop citing them: the ids would name nothing."""
+    raw = [r[0] for chunk in _chunks(list(gone), 500) for r in con.execute(
+        f"SELECT id FROM units WHERE bank_id = ? AND id IN ({','.join('?' * len(chunk))}) "
+        f"AND network IN ('world', 'experience') AND instr(metadata, '\"{FACT_CITES_KEY}\"') = 0",
+        [bank_id, *chunk])]
+    if not raw:
+        return
+    dropped = set(raw)
+    citing = [row for chunk in _chunks(raw, 200) for row in con.execute(
+        f"SELECT id, metadata FROM units WHERE bank_id = ? AND instr(metadata, '\"{FACT_CITES_KEY}\"') > 0 "
+        f"AND ({' OR '.join('instr(metadata, ?) > 0' for _ in chunk)})", [bank_id, *chunk]).fetchall()]
+    for uid, text in dict(citing).items():
+        meta = json.loads(text)
+        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+        kept = [c for c in held if c not in dropped]
+        if uid not in dropped and len(kept) != len(held):
+            meta[FACT_CITES_KEY] = kept
+            con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
+                        (json.dumps(meta, default=str), uid, bank_id))
+
+
 def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
     """Memories superseded by a deleted one are current again: what superseded them is no longer believed."""
     for chunk in _chunks(list(gone), 500):

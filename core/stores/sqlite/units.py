@@ -24,6 +24,7 @@ from .sql import (
     _adjust_keyword_stats,
     _chunks,
     _delete_units,
+    _drop_citations,
     _insert_event,
     _insert_job,
     _page,
@@ -54,6 +55,7 @@ class SQLiteUnits(SQLiteConnection):
                 con.execute("UPDATE documents SET status = 'done', error = NULL, owner = NULL "
                             "WHERE bank_id = ? AND id = ?", (bank_id, batch.document_id))
             if batch.replaces:
+                _drop_citations(con, bank_id, batch.replaces)  # before the delete: it tells raw units by their row
                 _delete_units(con, bank_id, batch.replaces, owner)
             remap: dict[str, str] = {}
             names: dict[str, str] = {}
