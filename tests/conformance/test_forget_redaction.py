@@ -190,3 +190,18 @@ def test_what_a_unit_holds_is_read_from_its_sources_not_from_today_s_settings(
         start, end = (int(x) for x in next(s for s in secret.sources if s.startswith("chars:"))[6:].split("-"))
         assert "Holloway" in text[start:end] and doc.content[start:end].strip() == ""
         assert doc.content[:start] == text[:start] and doc.content[end:] == text[end:]  # the rest byte for byte
+
+
+def test_reprocessing_a_document_after_a_forget_does_not_bring_the_message_back(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank.forget(memory_id=knee.id)
+        again = bank.reprocess("d1", extract=False)
+        assert len(again.memories) == 2 and not any("Okafor" in m.text for m in again.memories)
+        units = hs.store.get_units(bank_id, list(hs.store.unit_ids(bank_id)))
+        assert not any("Okafor" in u.text for u in units) and hs.store.keyword_search(bank_id, "Okafor", 10) == []
+        assert check(hs).ok
