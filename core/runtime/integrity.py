@@ -6,6 +6,8 @@ Invariants, per bank:
 - no link or mention points at a missing unit or entity, one entity per normalised name, mention counts
   equal the mentions, no entity without mentions, keyword statistics equal a recount, no history event of a
   missing opinion (the graph store's own ``check_bank``);
+- no fact cites a memory that no longer exists (``dangling_citation``: repair strips the citation, and deletes a
+  fact left citing nothing);
 - no document stays ``pending`` or ``extracting`` after the process holding it died (``stuck_document``),
   no job stays ``running`` for a dead process (``stuck_job``), no vector mark is left by a dead process or
   by nobody (``vector_mark``).
@@ -24,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from ..config import Settings
 from ..embedders import Embedder
-from ..models import DocumentStatus, JobStatus
+from ..models import FACT_CITES_KEY, DocumentStatus, JobStatus
 from ..stores.base import GraphStore, VectorIndex
 from ..vectors.reconcile import reconcile_bank
 from .leases import ProcessLease
@@ -82,6 +84,8 @@ def find_problems(hs: Checked, bank_id: str) -> dict[str, list[str]]:
     problems = dict(store.check_bank(bank_id))
     index.ensure_collection(bank_id, hs.embedder.name, hs.embedder.dimension)
     units, vectors = store.unit_ids(bank_id), index.ids(bank_id)
+    if dangling := sorted(_dangling_citations(store, bank_id, units)):
+        problems["dangling_citation"] = dangling
     if missing := sorted(units - vectors):
         problems["missing_vector"] = missing
     if orphans := sorted(vectors - units):
@@ -112,6 +116,32 @@ def find_problems(hs: Checked, bank_id: str) -> dict[str, list[str]]:
     return problems
 
 
+def _dangling_citations(store: GraphStore, bank_id: str, units: set[str]) -> dict[str, list[str]]:
+    """Facts citing memories that no longer exist (a forget or a retain of the cited document again takes such
+    citations along; one left was missed): fact id -> the missing ids it cites."""
+    out: dict[str, list[str]] = {}
+    for uid, meta in store.units_with_references(bank_id):
+        missing = [str(c) for c in meta.get(FACT_CITES_KEY) or [] if str(c) not in units]
+        if missing:
+            out[uid] = missing
+    return out
+
+
+def _repair_citations(store: GraphStore, bank_id: str) -> int:
+    """Strip the missing ids from the facts citing them; a fact left citing nothing rests on nothing and is deleted
+    (its vector goes with the sync of the marks that follows). Returns how many facts were repaired."""
+    units = store.unit_ids(bank_id)
+    dangling = _dangling_citations(store, bank_id, units)
+    if not dangling:
+        return 0
+    store.strip_citations(bank_id, sorted({c for ids in dangling.values() for c in ids}))
+    empty = [uid for uid, meta in store.units_with_references(bank_id)
+             if uid in dangling and FACT_CITES_KEY in meta and not meta.get(FACT_CITES_KEY)]
+    if empty:
+        store.delete_units(bank_id, empty)  # marks their vectors (and neighbours' to embed again) for the sync
+    return len(dangling)
+
+
 def check(hs: Checked, bank_ids: Sequence[str] | None = None, *, repair: bool = False) -> CheckReport:
     """Check the invariants of ``bank_ids`` (default: every bank); with ``repair``, fix what can be fixed and
     report what is still broken afterwards."""
@@ -125,6 +155,11 @@ def check(hs: Checked, bank_ids: Sequence[str] | None = None, *, repair: bool = 
         problems = find_problems(hs, bank_id)
         if repair and problems:
             fixed = dict(hs.store.repair_bank(bank_id))
+            if "dangling_citation" in problems:
+                fixed["dangling_citation"] = _repair_citations(hs.store, bank_id)
+                for kind, n in hs.recover().items():  # the vector marks its deletes left
+                    if n:
+                        report.recovered[kind] = report.recovered.get(kind, 0) + n
             reconciled = reconcile_bank(bank_id, hs.store, hs.index, hs.embedder, hs.settings)
             if reconciled["reindexed"]:
                 fixed["missing_vector"] = reconciled["reindexed"]

@@ -304,6 +304,11 @@ class UnitStore(Protocol):
         that no longer holds what its rewrite expected raises ``ConflictError`` and nothing is written."""
         ...
 
+    def strip_citations(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Remove ``ids`` (memories that no longer exist) from every fact's citations in one transaction; returns
+        how many facts changed (``hindsight check --repair``)."""
+        ...
+
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
         """(id, metadata) of the bank's units whose metadata names other memories they rest on
         (``models.REFERENCE_KEYS``: facts' citations, observations' basis, opinions' evidence, corrections)."""

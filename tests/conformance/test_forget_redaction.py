@@ -205,3 +205,28 @@ def test_reprocessing_a_document_after_a_forget_does_not_bring_the_message_back(
         units = hs.store.get_units(bank_id, list(hs.store.unit_ids(bank_id)))
         assert not any("Okafor" in u.text for u in units) and hs.store.keyword_search(bank_id, "Okafor", 10) == []
         assert check(hs).ok
+
+
+def test_check_finds_a_fact_citing_a_missing_message_and_repair_mends_it(
+    backend: Backend, embedder: Any, bank_id: str,
+) -> None:
+    # A delete that bypassed forget (the store called directly) leaves facts citing what is gone.
+    from hindsight_core.extract.base import ExtractedFact
+    from hindsight_core.models import Document, Network
+
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        knee, river = (next(m for m in result.memories if w in m.text) for w in ("Okafor", "river"))
+        doc = Document(id="d1", bank_id=bank_id, content="", timestamp=knee.mentioned_at)
+        facts = [ExtractedFact(text=t, network=Network.WORLD, sources=["m1"], mentioned_at=knee.mentioned_at)
+                 for t in ("Ana sees Dr. Okafor about her knee.", "Ana sees a doctor and Rui runs by the river.")]
+        stored = hs.engine.retainer.store_facts(doc, facts, cites=[[knee.id], [knee.id, river.id]]).memories
+        hs.store.delete_units(bank_id, [knee.id])
+        hs.index.delete(bank_id, [knee.id])
+        report = check(hs, [bank_id])
+        assert sorted(report.banks[0].problems["dangling_citation"]) == sorted(m.id for m in stored)
+        repaired = check(hs, [bank_id], repair=True)
+        assert repaired.ok and repaired.banks[0].repaired["dangling_citation"] == 2
+        assert bank.get(stored[0].id) is None  # it cited nothing else: it rests on nothing
+        assert bank.get(stored[1].id).cites == [river.id]  # type: ignore[union-attr]

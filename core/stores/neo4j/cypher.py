@@ -176,17 +176,22 @@ def _add_citations_tx(tx: Any, bank_id: str, items: Sequence[tuple[str, list[str
 def _drop_citations_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
     """Facts of other documents that cited raw messages replaced by a retain of their document again (a held fact
     gains the citations of the facts that restated it) stop citing them: the ids would name nothing."""
-    key = f'"{FACT_CITES_KEY}"'
     raw = [r["id"] for r in tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.id IN $gone "
                                    "AND u.network IN ['world', 'experience'] "
                                    "AND NOT coalesce(u.metadata, '') CONTAINS $key RETURN u.id AS id",
-                                   bank=bank_id, gone=list(gone), key=key)]
-    if not raw:
-        return
-    dropped = set(raw)
+                                   bank=bank_id, gone=list(gone), key=f'"{FACT_CITES_KEY}"')]
+    _strip_citations_tx(tx, bank_id, raw)
+
+
+def _strip_citations_tx(tx: Any, bank_id: str, ids: Sequence[str]) -> int:
+    """Remove ``ids`` from every fact's citations (other than their own units'); returns how many facts changed."""
+    if not ids:
+        return 0
+    dropped = set(ids)
     rows = tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.metadata CONTAINS $key "
-                  "AND any(g IN $raw WHERE u.metadata CONTAINS g) RETURN u.id AS id, u.metadata AS metadata",
-                  bank=bank_id, key=key, raw=raw)
+                  "AND any(g IN $ids WHERE u.metadata CONTAINS g) RETURN u.id AS id, u.metadata AS metadata",
+                  bank=bank_id, key=f'"{FACT_CITES_KEY}"', ids=list(dropped))
+    changed = 0
     for row in list(rows):
         meta = json.loads(row["metadata"] or "{}")
         held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
@@ -195,6 +200,8 @@ def _drop_citations_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
             meta[FACT_CITES_KEY] = kept
             tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
                    id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
+            changed += 1
+    return changed
 
 
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:

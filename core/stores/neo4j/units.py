@@ -30,6 +30,7 @@ from .cypher import (
     _mark_key,
     _page,
     _set_text,
+    _strip_citations_tx,
     _supersede_tx,
     bank_key,
     keyword_tokens,
@@ -196,6 +197,12 @@ class Neo4jUnits(Neo4jConnection):
             return int(self._write(work, retry_duplicates=True))
         finally:
             self._stale(bank_id)
+
+    def strip_citations(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Remove ``ids`` from every fact's citations in one transaction; returns how many facts changed."""
+        if not ids:
+            return 0
+        return int(self._write(lambda tx: _strip_citations_tx(tx, bank_id, list(ids)), retry_duplicates=True))
 
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
         """(id, metadata) of the bank's units whose metadata refers to other memories: facts' citations,

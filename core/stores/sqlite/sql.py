@@ -247,12 +247,18 @@ def _drop_citations(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) 
         f"SELECT id FROM units WHERE bank_id = ? AND id IN ({','.join('?' * len(chunk))}) "
         f"AND network IN ('world', 'experience') AND instr(metadata, '\"{FACT_CITES_KEY}\"') = 0",
         [bank_id, *chunk])]
-    if not raw:
-        return
-    dropped = set(raw)
-    citing = [row for chunk in _chunks(raw, 200) for row in con.execute(
+    _strip_citations(con, bank_id, raw)
+
+
+def _strip_citations(con: sqlite3.Connection, bank_id: str, ids: Sequence[str]) -> int:
+    """Remove ``ids`` from every fact's citations (other than their own units'); returns how many facts changed."""
+    if not ids:
+        return 0
+    dropped = set(ids)
+    citing = [row for chunk in _chunks(list(dropped), 200) for row in con.execute(
         f"SELECT id, metadata FROM units WHERE bank_id = ? AND instr(metadata, '\"{FACT_CITES_KEY}\"') > 0 "
         f"AND ({' OR '.join('instr(metadata, ?) > 0' for _ in chunk)})", [bank_id, *chunk]).fetchall()]
+    changed = 0
     for uid, text in dict(citing).items():
         meta = json.loads(text)
         held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
@@ -261,6 +267,8 @@ def _drop_citations(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) 
             meta[FACT_CITES_KEY] = kept
             con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
                         (json.dumps(meta, default=str), uid, bank_id))
+            changed += 1
+    return changed
 
 
 def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:

@@ -30,6 +30,7 @@ from .sql import (
     _page,
     _recount,
     _set_text,
+    _strip_citations,
     _supersede,
     _upsert_entity,
 )
@@ -211,6 +212,11 @@ class SQLiteUnits(SQLiteConnection):
                             "AND json_extract(payload, '$.document_id') = ? AND json_type(result, '$.rejections') "
                             "IS NOT NULL", (bank_id, document_id))
             return deleted
+
+    def strip_citations(self, bank_id: str, ids: Sequence[str]) -> int:
+        """Remove ``ids`` from every fact's citations in one transaction; returns how many facts changed."""
+        with self._tx() as con:
+            return _strip_citations(con, bank_id, ids)
 
     def units_with_references(self, bank_id: str) -> list[tuple[str, dict[str, Any]]]:
         """(id, metadata) of the bank's units whose metadata refers to other memories: facts' citations,
