@@ -134,3 +134,50 @@ def test_a_job_that_read_a_document_without_message_ids_before_a_forget_keeps_th
         assert stored is not None and [m.text.split(" (")[0] for m in stored.memories] == [
             "Ana runs along the river every Sunday"]
         assert all(m.cites for m in stored.memories)
+
+
+def test_close_waits_for_the_facts_job_s_look_for_orphans_and_a_closing_store_skips_it(
+    tmp_path: Path, monkeypatch: Any,
+) -> None:
+    # The look after the commit reads the store: it runs as a gated write, so close() waits for it (a read of a
+    # store closed under it crashed the process), and once closing has begun it is not started.
+    import threading
+    import time
+
+    from hindsight_core.retain.fact_job import FactJob
+
+    inside, finished = threading.Event(), threading.Event()
+    real = FactJob._without_orphans
+
+    def slow(self: FactJob, bank_id: str, result: Any) -> Any:
+        inside.set()
+        time.sleep(0.5)
+        out = real(self, bank_id, result)
+        finished.set()
+        return out
+
+    monkeypatch.setattr(FactJob, "_without_orphans", slow)
+    hs = Hindsight.open(tmp_path / "m", llm=ScriptedLLM([_facts] * 4), start_worker=False)
+    hs.bank("ana").retain(MESSAGES, document_id="d1")
+    runner = threading.Thread(target=hs.worker.run_once)
+    runner.start()
+    assert inside.wait(30)
+    hs.close()
+    assert finished.is_set()  # close returned only after the look
+    runner.join(30)
+    # Closing between the commit and the look: the look is skipped, nothing touches the closing store.
+    hs = Hindsight.open(tmp_path / "m2", llm=ScriptedLLM([_facts] * 4), start_worker=False)
+    hs.bank("ana").retain(MESSAGES, document_id="d1")
+    retainer = hs.engine.retainer
+    store_facts = retainer.store_facts
+
+    def then_close(*args: Any, **kwargs: Any) -> Any:
+        out = store_facts(*args, **kwargs)
+        hs.engine.gate.close()
+        return out
+
+    monkeypatch.setattr(retainer, "store_facts", then_close)
+    inside.clear()
+    stored = hs.engine.facts.add_facts(hs.store.get_document("ana", "d1"))  # type: ignore[arg-type]
+    assert stored is not None and len(stored.memories) == 2 and not inside.is_set()
+    hs.close()

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from ..errors import ConflictError, EmptyExtractionError
+from ..errors import ClosedError, ConflictError, EmptyExtractionError
 from ..extract.grounding import FactChecker, GroundingReport, Rejection, source_lines
 from ..models import Document, DocumentKind, Job, Message, RetainResult
 from ..stores.base import DocumentStore, UnitStore
@@ -124,7 +124,13 @@ class FactJob:
                                                revision=doc.revision, cites=cites)
         except ConflictError:
             return None
-        return self._without_orphans(doc.bank_id, result)
+        try:
+            # A write like the commit before it: ``close`` waits for it, and once closing it is not started (the
+            # store may be closed under it); a fact it would have caught is mended by ``hindsight check --repair``.
+            with self.retainer.commit_gate():
+                return self._without_orphans(doc.bank_id, result)
+        except ClosedError:
+            return result
 
     def _without_orphans(self, bank_id: str, result: RetainResult) -> RetainResult:
         """``result`` less the facts citing a message that a forget deleted while the model answered: looked for
