@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conformance_support import Backend
 
+from hindsight_core.models import Memory
 from hindsight_core.runtime.integrity import check
 
 MESSAGES = [
@@ -16,6 +18,17 @@ MESSAGES = [
     {"speaker": "Rui", "text": "I run along the river every Sunday morning.", "id": "m2"},
     {"speaker": "Ana", "text": "The bakery on our street sells great rye bread.", "id": "m3"},
 ]
+
+
+def _retained(hs: Any, bank_id: str) -> tuple[Any, list[Memory]]:
+    """``MESSAGES`` retained raw as document ``d1``: the bank and the memories made of them."""
+    bank = hs.bank(bank_id)
+    return bank, bank.retain(MESSAGES, document_id="d1", extract=False, background=False).memories
+
+
+def _with(memories: list[Memory], word: str) -> Memory:
+    """The memory whose text holds ``word``."""
+    return next(m for m in memories if word in m.text)
 
 
 def _export_text(hs: Any, bank_id: str, path: Path) -> str:
@@ -27,9 +40,8 @@ def test_forgetting_a_message_cuts_it_out_of_its_document_and_the_export(
     backend: Backend, embedder: Any, bank_id: str, tmp_path: Path,
 ) -> None:
     with backend.open(embedder) as hs:
-        bank = hs.bank(bank_id)
-        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
-        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank, memories = _retained(hs, bank_id)
+        knee = _with(memories, "Okafor")
         assert "okafor" in _export_text(hs, bank_id, tmp_path / "before.jsonl")
         assert bank.forget(memory_id=knee.id) == 1
         doc = hs.store.get_document(bank_id, "d1")
@@ -70,10 +82,10 @@ def test_a_forgotten_passage_of_a_text_is_blanked_and_the_others_keep_their_offs
     text = "\n\n".join(p.strip() for p in paragraphs)
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        result = bank.retain(text, document_id="t1", extract=False, background=False)
-        assert len(result.memories) >= 3
-        secret = next(m for m in result.memories if "Holloway" in m.text)
-        others = [m for m in result.memories if m.id != secret.id]
+        memories = bank.retain(text, document_id="t1", extract=False, background=False).memories
+        assert len(memories) >= 3
+        secret = next(m for m in memories if "Holloway" in m.text)
+        others = [m for m in memories if m.id != secret.id]
         bank.forget(memory_id=secret.id)
         doc = hs.store.get_document(bank_id, "t1")
         assert doc is not None and "Holloway" not in doc.content and len(doc.content) == len(text)
@@ -93,14 +105,13 @@ def test_forgetting_a_message_drops_the_rejected_facts_sampled_in_its_document_s
     from hindsight_core.models import Job
 
     with backend.open(embedder) as hs:
-        bank = hs.bank(bank_id)
-        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
+        bank, memories = _retained(hs, bank_id)
         job = Job(id=uuid.uuid4().hex, bank_id=bank_id, kind="facts", payload={"document_id": "d1", "revision": 1})
         hs.store.enqueue_job(job)
         sample = {"text": "Ana sees Dr. Okafor about her knee.", "sources": ["m1"], "reason": "speaker", "detail": ""}
         hs.store.finish_job(job.id, result={"facts": 2, "rejected": 1, "rejected_by_reason": {"speaker": 1},
                                             "rejections": [sample]})
-        knee = next(m for m in result.memories if "Okafor" in m.text)
+        knee = _with(memories, "Okafor")
         bank.forget(memory_id=knee.id)
         (stored,) = [j for j in hs.store.list_jobs(bank_id) if j.id == job.id]
         # The sample goes, the counts stay.
@@ -108,14 +119,13 @@ def test_forgetting_a_message_drops_the_rejected_facts_sampled_in_its_document_s
 
 
 def test_a_document_stored_again_during_a_forget_is_not_overwritten(
-    backend: Backend, embedder: Any, bank_id: str,
+    backend: Backend, embedder: Any, bank_id: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # The forget reads the document, then a retain of the same id commits before the forget writes: the write
     # conflicts, nothing of it lands, and the forget reads again (its memory is gone with the old version).
     with backend.open(embedder) as hs:
-        bank = hs.bank(bank_id)
-        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
-        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank, memories = _retained(hs, bank_id)
+        knee = _with(memories, "Okafor")
         forgetter = hs.engine.forgetter
         real = forgetter._redactions
         newer = [{"speaker": "Ana", "text": "We moved to Porto, the flat is bigger.", "id": "n1"}]
@@ -129,22 +139,19 @@ def test_a_document_stored_again_during_a_forget_is_not_overwritten(
                 bank.retain(newer, document_id="d1", extract=False, background=False)
             return out
 
-        forgetter._redactions = then_retain  # type: ignore[method-assign]
-        try:
-            assert bank.forget(memory_id=knee.id) == 0
-        finally:
-            forgetter._redactions = real  # type: ignore[method-assign]
+        monkeypatch.setattr(forgetter, "_redactions", then_retain)
+        assert bank.forget(memory_id=knee.id) == 0
         doc = hs.store.get_document(bank_id, "d1")
         assert doc is not None and json.loads(doc.content)[0]["text"] == newer[0]["text"]
         assert check(hs).ok
 
 
-def test_two_forgets_in_one_document_both_hold(backend: Backend, embedder: Any, bank_id: str) -> None:
+def test_two_forgets_in_one_document_both_hold(backend: Backend, embedder: Any, bank_id: str,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     # The second forget commits between the first one's read of the document and its write.
     with backend.open(embedder) as hs:
-        bank = hs.bank(bank_id)
-        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
-        knee, bread = (next(m for m in result.memories if word in m.text) for word in ("Okafor", "rye"))
+        bank, memories = _retained(hs, bank_id)
+        knee, bread = (_with(memories, word) for word in ("Okafor", "rye"))
         forgetter = hs.engine.forgetter
         real = forgetter._redactions
         calls = []
@@ -156,11 +163,8 @@ def test_two_forgets_in_one_document_both_hold(backend: Backend, embedder: Any, 
                 bank.forget(memory_id=bread.id)
             return out
 
-        forgetter._redactions = and_another  # type: ignore[method-assign]
-        try:
-            assert bank.forget(memory_id=knee.id) == 1
-        finally:
-            forgetter._redactions = real  # type: ignore[method-assign]
+        monkeypatch.setattr(forgetter, "_redactions", and_another)
+        assert bank.forget(memory_id=knee.id) == 1
         doc = hs.store.get_document(bank_id, "d1")
         assert doc is not None and "Okafor" not in doc.content and "rye" not in doc.content
         assert "Sunday morning" in doc.content and len(calls) >= 3  # the first forget read again
@@ -176,8 +180,8 @@ def test_what_a_unit_holds_is_read_from_its_sources_not_from_today_s_settings(
     text = text.replace("\\n\\n", "\\n\\n\\x07", 1)  # a control character the stored text keeps as it was given
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        result = bank.retain(text, document_id="t1", extract=False, background=False)
-        secret = next(m for m in result.memories if "Holloway" in m.text)
+        memories = bank.retain(text, document_id="t1", extract=False, background=False).memories
+        secret = next(m for m in memories if "Holloway" in m.text)
         forgetter = hs.engine.forgetter
         was = forgetter.settings
         forgetter.settings = was.model_copy(update={"passage_chars": 870})  # cut differently today
@@ -196,9 +200,8 @@ def test_reprocessing_a_document_after_a_forget_does_not_bring_the_message_back(
     backend: Backend, embedder: Any, bank_id: str,
 ) -> None:
     with backend.open(embedder) as hs:
-        bank = hs.bank(bank_id)
-        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
-        knee = next(m for m in result.memories if "Okafor" in m.text)
+        bank, memories = _retained(hs, bank_id)
+        knee = _with(memories, "Okafor")
         bank.forget(memory_id=knee.id)
         again = bank.reprocess("d1", extract=False)
         assert len(again.memories) == 2 and not any("Okafor" in m.text for m in again.memories)
@@ -215,9 +218,8 @@ def test_check_finds_a_fact_citing_a_missing_message_and_repair_mends_it(
     from hindsight_core.models import Document, Network
 
     with backend.open(embedder) as hs:
-        bank = hs.bank(bank_id)
-        result = bank.retain(MESSAGES, document_id="d1", extract=False, background=False)
-        knee, river = (next(m for m in result.memories if w in m.text) for w in ("Okafor", "river"))
+        bank, memories = _retained(hs, bank_id)
+        knee, river = (_with(memories, w) for w in ("Okafor", "river"))
         doc = Document(id="d1", bank_id=bank_id, content="", timestamp=knee.mentioned_at)
         facts = [ExtractedFact(text=t, network=Network.WORLD, sources=["m1"], mentioned_at=knee.mentioned_at)
                  for t in ("Ana sees Dr. Okafor about her knee.", "Ana sees a doctor and Rui runs by the river.")]
