@@ -124,6 +124,9 @@ class Message(BaseModel):
 
 
 FACT_CITES_KEY = "fact_of"
+FACT_LENT_KEY = "fact_lent"
+"""Metadata key: the citations a held fact gained from facts of later retains that restated it (a subset of
+``FACT_CITES_KEY``). The fact does not rest on them: forgetting one only takes the citation back."""
 SUPERSEDED_BY_KEY = "superseded_by"
 """Metadata key: the id of the later memory that supersedes this one (``Memory.superseded_by``)."""
 VALID_UNTIL_KEY = "valid_until"

@@ -22,8 +22,9 @@ from typing import Any, Protocol
 
 from ..config import Settings
 from ..errors import ConflictError, InvalidInputError, LostAnswerError
-from ..models import FACT_CITES_KEY, Job
+from ..models import Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
+from ..stores.citations import own_citations
 from ..stores.records import DocumentRewrite
 from ..vectors.vector_sync import VectorSync
 from .redact import redacted_content
@@ -56,14 +57,16 @@ class Dependents:
 
 def rests_on(metadata: dict[str, Any], gone: set[str], documents: frozenset[str] = frozenset()) -> str | None:
     """The kind of memory ``metadata`` describes if it rests on any of ``gone``, else None: a fact citing a deleted
-    message, an observation written from one, a correction of one or of a memory of a deleted document (of
-    ``documents``: the corrected memory may have been replaced since, by a retain of the document again), an opinion
-    with one among its evidence (an opinion's text may repeat its evidence, so it goes with any of it)."""
+    message it was made of (a citation lent by a restating fact is only taken back, by the store's delete), an
+    observation written from one, a correction of one or of a memory of a deleted document (of ``documents``: the
+    corrected memory may have been replaced since, by a retain of the document again), an opinion with one among
+    its evidence (an opinion's text may repeat its evidence, so it goes with any of it)."""
     def named(key: str) -> bool:
         value = metadata.get(key)
         return isinstance(value, list) and any(str(v) in gone for v in value)
 
-    if named(FACT_CITES_KEY):
+    # A fact rests on the messages it was made of, not on those a restating fact lent it (taken back instead).
+    if any(c in gone for c in own_citations(metadata)):
         return "fact"
     if named("facts") and metadata.get("entity_id"):
         return "observation"

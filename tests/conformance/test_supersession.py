@@ -4,6 +4,7 @@ deletes (facts, observations, corrections, opinions) and makes superseded memori
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -316,6 +317,89 @@ def test_a_restating_document_retained_again_takes_its_citation_back(backend: Ba
                     extract=False, background=False)
         assert second.id not in hs.store.unit_ids(bank_id)
         assert bank.get(held.id).cites == [first.id]  # type: ignore[union-attr]
+        assert check(hs).ok
+
+
+def _restated(hs: Hindsight, bank_id: str) -> tuple[Memory, Memory, Memory]:
+    """Ana says the same thing in two documents; the fact of the first is lent the second's citation (the second's
+    fact restated it): (held fact, its own message, the lent message)."""
+    bank = hs.bank(bank_id)
+    for i, day in enumerate((0, 40)):
+        bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day),
+                     say("Rui", f"Noted, day {day}.", f"m{i}", day)],
+                    document_id=f"d{i}", extract=False, background=False)
+    first, second = (next(m for m in hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))
+                          if m.text.startswith("Ana")) for i in range(2))
+    held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+    doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
+    again = ExtractedFact(text=held.text, network=Network.WORLD, sources=list(second.sources),
+                          mentioned_at=second.mentioned_at)
+    assert hs.engine.retainer.store_facts(doc, [again], cites=[[second.id]]).restated == 1
+    assert bank.get(held.id).cites == [first.id, second.id]  # type: ignore[union-attr]
+    return held, first, second
+
+
+@pytest.mark.parametrize("selector", ["document", "memory"])
+def test_forgetting_a_restating_message_takes_its_citation_back_and_keeps_the_fact(
+        backend: Backend, embedder: Any, bank_id: str, selector: str) -> None:
+    # The fact was made of the first document's message; the second only said it again. Forgetting the second
+    # takes back the citation it lent and leaves the first document's fact (it used to delete it).
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        held, first, second = _restated(hs, bank_id)
+        if selector == "document":
+            bank.forget(document_id="d1")
+        else:
+            bank.forget(memory_id=second.id)
+        assert second.id not in hs.store.unit_ids(bank_id)
+        kept = bank.get(held.id)
+        assert kept is not None and kept.cites == [first.id] and kept.text == held.text
+        assert check(hs).ok
+        # What it rests on still takes it: forgetting the message it was made of deletes it.
+        bank.forget(memory_id=first.id)
+        assert bank.get(held.id) is None
+        assert check(hs).ok
+
+
+def test_a_forget_failing_after_taking_a_citation_back_changes_nothing_and_a_retry_completes(
+        backend: Backend, embedder: Any, bank_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hindsight_core.errors import StoreError
+    from hindsight_core.stores.neo4j import cypher as neo4j_cypher
+    from hindsight_core.stores.sqlite import sql as sqlite_sql
+
+    module, name = ((sqlite_sql, "_take_back_lent") if backend.name == "embedded"
+                    else (neo4j_cypher, "_take_back_lent_tx"))
+    real = getattr(module, name)
+
+    def fails(*args: Any) -> None:
+        real(*args)
+        if backend.name == "embedded":
+            raise sqlite3.OperationalError("database or disk is full")
+        from neo4j.exceptions import DatabaseError
+        raise DatabaseError("injected: the server failed inside the transaction, after the citation was taken back")
+
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        held, first, second = _restated(hs, bank_id)
+        with monkeypatch.context() as m:
+            m.setattr(module, name, fails)
+            with pytest.raises(StoreError):
+                bank.forget(document_id="d1")
+        assert second.id in hs.store.unit_ids(bank_id)
+        assert bank.get(held.id).cites == [first.id, second.id]  # type: ignore[union-attr]
+        bank.forget(document_id="d1")
+        assert bank.get(held.id).cites == [first.id]  # type: ignore[union-attr]
+        assert check(hs).ok
+
+
+def test_forgetting_the_message_a_fact_was_made_of_deletes_it_whatever_was_lent(
+        backend: Backend, embedder: Any, bank_id: str) -> None:
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        held, first, second = _restated(hs, bank_id)
+        bank.forget(document_id="d0")
+        assert bank.get(held.id) is None and first.id not in hs.store.unit_ids(bank_id)
+        assert bank.get(second.id) is not None  # the restating message stays, with nothing citing it
         assert check(hs).ok
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from ...models import (
     FACT_CITES_KEY,
+    FACT_LENT_KEY,
     SUPERSEDED_BY_KEY,
     SUPERSESSION_KEY,
     VALID_UNTIL_KEY,
@@ -18,6 +19,7 @@ from ...models import (
     Job,
     OpinionEvent,
 )
+from ..citations import lend, take_back
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
 from ..records import Supersession, voted_type
@@ -123,6 +125,7 @@ def _delete_units_tx(tx: Any, bank_id: str, ids: list[str], owner: str | None) -
     )]
     _mark(tx, bank_id, gone, owner)
     _release_superseded_tx(tx, bank_id, gone)
+    _take_back_lent_tx(tx, bank_id, gone)
     _forget_in_context_tx(tx, bank_id, texts, owner)
     if ents:
         tx.run(
@@ -167,10 +170,9 @@ def _add_citations_tx(tx: Any, bank_id: str, items: Sequence[tuple[str, list[str
         if row is None:
             continue
         meta = json.loads(row["metadata"] or "{}")
-        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
-        meta[FACT_CITES_KEY] = list(dict.fromkeys([*held, *cites]))
-        tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
-               id=unit_id, bank=bank_id, meta=json.dumps(meta, default=str)).consume()
+        if lend(meta, cites):
+            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
+                   id=unit_id, bank=bank_id, meta=json.dumps(meta, default=str)).consume()
 
 
 def _drop_citations_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
@@ -194,14 +196,26 @@ def _strip_citations_tx(tx: Any, bank_id: str, ids: Sequence[str]) -> int:
     changed = 0
     for row in list(rows):
         meta = json.loads(row["metadata"] or "{}")
-        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
-        kept = [c for c in held if c not in dropped]
-        if row["id"] not in dropped and len(kept) != len(held):
-            meta[FACT_CITES_KEY] = kept
+        if row["id"] not in dropped and take_back(meta, dropped):
             tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
                    id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
             changed += 1
     return changed
+
+
+def _take_back_lent_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
+    """Facts that were lent citations of deleted messages (by restating facts) stop citing them and stay: they
+    were made of their own messages (``stores.citations``)."""
+    dropped = set(gone)
+    if not dropped:
+        return
+    rows = tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.metadata CONTAINS $key "
+                  "RETURN u.id AS id, u.metadata AS metadata", bank=bank_id, key=f'"{FACT_LENT_KEY}"')
+    for row in list(rows):
+        meta = json.loads(row["metadata"] or "{}")
+        if row["id"] not in dropped and take_back(meta, dropped, lent_only=True):
+            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
+                   id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
 
 
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...models import (
     FACT_CITES_KEY,
+    FACT_LENT_KEY,
     SUPERSEDED_BY_KEY,
     SUPERSESSION_KEY,
     VALID_UNTIL_KEY,
@@ -21,6 +22,7 @@ from ...models import (
     OpinionEvent,
 )
 from ...text.names import normalise_name
+from ..citations import lend, take_back
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
 from ..records import Supersession, voted_type
@@ -201,6 +203,8 @@ def _delete_units(con: sqlite3.Connection, bank_id: str, ids: Sequence[str], own
         if ents:
             con.execute(f"DELETE FROM entities WHERE id IN ({','.join('?' * len(ents))}) AND mention_count = 0",
                         ents)
+    if deleted:
+        _take_back_lent(con, bank_id, ids)
     return deleted
 
 
@@ -235,9 +239,8 @@ def _add_citations(con: sqlite3.Connection, bank_id: str, items: Sequence[tuple[
         if row is None:
             continue
         meta = json.loads(row[0])
-        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
-        meta[FACT_CITES_KEY] = list(dict.fromkeys([*held, *cites]))
-        con.execute("UPDATE units SET metadata = ? WHERE id = ?", (json.dumps(meta, default=str), unit_id))
+        if lend(meta, cites):
+            con.execute("UPDATE units SET metadata = ? WHERE id = ?", (json.dumps(meta, default=str), unit_id))
 
 
 def _drop_citations(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
@@ -261,14 +264,26 @@ def _strip_citations(con: sqlite3.Connection, bank_id: str, ids: Sequence[str]) 
     changed = 0
     for uid, text in dict(citing).items():
         meta = json.loads(text)
-        held = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
-        kept = [c for c in held if c not in dropped]
-        if uid not in dropped and len(kept) != len(held):
-            meta[FACT_CITES_KEY] = kept
+        if uid not in dropped and take_back(meta, dropped):
             con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
                         (json.dumps(meta, default=str), uid, bank_id))
             changed += 1
     return changed
+
+
+def _take_back_lent(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
+    """Facts that were lent citations of deleted messages (by restating facts) stop citing them and stay: they
+    were made of their own messages (``stores.citations``). Few facts hold lent citations, so this reads only
+    theirs."""
+    dropped = set(gone)
+    if not dropped:
+        return
+    for uid, text in con.execute(f"SELECT id, metadata FROM units WHERE bank_id = ? "
+                                 f"AND instr(metadata, '\"{FACT_LENT_KEY}\"') > 0", (bank_id,)).fetchall():
+        meta = json.loads(text)
+        if uid not in dropped and take_back(meta, dropped, lent_only=True):
+            con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
+                        (json.dumps(meta, default=str), uid, bank_id))
 
 
 def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
