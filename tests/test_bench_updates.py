@@ -156,6 +156,34 @@ def test_the_bench_scores_a_slice_on_the_raw_path_with_real_stores(tmp_path: Pat
     assert (tmp_path / "raw").is_dir()  # the banks were kept in the workdir
 
 
+def test_a_kept_workdir_is_scored_again_without_retaining_under_other_recall_settings(tmp_path: Path) -> None:
+    from hindsight_core.hindsight import Hindsight
+
+    data = load()
+    cid = next(c for c, v in data.conversations.items() if v["split"] == "dev")
+    first = run_updates("dev", conversations=[cid], workdir=tmp_path, log=lambda _: None)
+    with Hindsight.open(tmp_path / "raw") as hs:
+        ids = hs.store.unit_ids(f"updates-{cid}")
+    lines: list[str] = []
+    again = run_updates("dev", conversations=[cid], workdir=tmp_path, log=lines.append, reuse=True,
+                        recall=["later_first_depth=0"])
+    assert any("kept bank reused" in line for line in lines) and again["recall"] == ["later_first_depth=0"]
+    assert again["paths"]["raw"]["recall_settings"] == {"later_first_depth": 0}
+    assert first["paths"]["raw"]["recall_settings"] == {}
+    with Hindsight.open(tmp_path / "raw") as hs:
+        assert hs.store.unit_ids(f"updates-{cid}") == ids  # scored as kept: a retain would make new ids
+    # The same bank and settings score the same; later-first off can only lose the current memory its place.
+    same = run_updates("dev", conversations=[cid], workdir=tmp_path, log=lambda _: None, reuse=True)
+    assert same["paths"]["raw"]["splits"] == first["paths"]["raw"]["splits"]
+    assert (again["paths"]["raw"]["splits"]["dev"]["current_outranks"]
+            <= first["paths"]["raw"]["splits"]["dev"]["current_outranks"])
+    with pytest.raises(ValueError, match="unknown recall setting"):
+        run_updates("dev", conversations=[cid], workdir=tmp_path, log=lambda _: None, reuse=True,
+                    recall=["no_such_setting=1"])
+    with pytest.raises(ValueError, match="workdir"):
+        run_updates("dev", conversations=[cid], log=lambda _: None, reuse=True)
+
+
 def test_the_command_prints_json_for_one_conversation(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = load()
     cid = next(c for c, v in data.conversations.items() if v["split"] == "test")

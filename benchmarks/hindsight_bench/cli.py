@@ -367,6 +367,11 @@ def _add_answer_benchmarks(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--default", action="store_true",
                    help="also the default path (extract=True: the local model unless HINDSIGHT_LLM_BASE_URL; slow)")
     p.add_argument("--workdir", help="keep the banks here (default: a temporary directory)")
+    p.add_argument("--reuse", action="store_true",
+                   help="score the banks --workdir kept from an earlier run instead of retaining again (compare recall "
+                        "settings on the default path without the model)")
+    p.add_argument("--recall", type=name_list,
+                   help="recall settings for the run, field=value of RecallSettings (later_first_depth=10)")
     p.add_argument("--show-misses", action="store_true",
                    help="also print every wrong supersession and failed case with its two messages (read on dev only: "
                         "the test half is the headline)")

@@ -253,9 +253,12 @@ def summarise(conversation_results: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_path(data: UpdateSet, *, extract: bool, root: Path, log: Callable[[str], None] = print,
-             open_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
+             open_kwargs: dict[str, Any] | None = None, reuse: bool = False) -> dict[str, Any]:
     """Retain every conversation of ``data`` into its own bank under ``root`` (raw or default path), wait for the
-    background work, and score it: {split: metrics}, the per-conversation results and the retain time."""
+    background work, and score it: {split: metrics}, the per-conversation results and the retain time.
+
+    ``reuse``: a conversation whose bank already holds memories under ``root`` (a kept ``--workdir``) is scored as
+    it is, not retained again, so recall changes can be compared without the model's minutes per conversation."""
     import time
 
     from hindsight_core.hindsight import Hindsight
@@ -266,10 +269,13 @@ def run_path(data: UpdateSet, *, extract: bool, root: Path, log: Callable[[str],
     with Hindsight.open(root / path, **(open_kwargs or {})) as hs:
         for cid, conversation in data.conversations.items():
             bank_id = f"updates-{cid}"
-            if bank_id in {b.id for b in hs.banks()}:
+            kept = bank_id in {b.id for b in hs.banks()}
+            reused = reuse and kept and bool(hs.store.unit_ids(bank_id))
+            if kept and not reused:
                 hs.delete_bank(bank_id)
             bank = hs.bank(bank_id)
-            retain_conversation(bank, conversation, extract=extract)
+            if not reused:
+                retain_conversation(bank, conversation, extract=extract)
             if not bank.wait_idle(timeout=None if extract else 600.0):
                 raise TimeoutError(f"bank {bank_id} did not become idle")
             index = MessageIndex(bank.memories(sorted(hs.store.unit_ids(bank.id))))
@@ -278,32 +284,51 @@ def run_path(data: UpdateSet, *, extract: bool, root: Path, log: Callable[[str],
             result["conversation"] = cid
             results[conversation["split"]].append(result)
             log(f"updates [{path}] {cid}: {len(cases)} cases, {len(index.memories)} memories, "
-                f"{len(result['supersessions'])} supersessions")
-    return {"seconds": round(time.perf_counter() - started, 1),
+                f"{len(result['supersessions'])} supersessions{' (kept bank reused)' if reused else ''}")
+        # The recall settings this run used where they differ from the defaults (``--recall``).
+        defaults = type(hs.settings.recall)().model_dump()
+        changed = {k: v for k, v in hs.settings.recall.model_dump().items() if defaults.get(k) != v}
+    return {"seconds": round(time.perf_counter() - started, 1), "recall_settings": changed,
             "splits": {s: summarise(r) for s, r in results.items() if r},
             "conversations": [r for s in SPLITS for r in results[s]]}
 
 
 def run_updates(split: str = "all", *, data_path: str | Path = DATA, default: bool = False,
                 conversations: Sequence[str] | None = None, workdir: str | Path | None = None,
-                log: Callable[[str], None] = print, open_kwargs: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run the bench on the raw path (and the default path with ``default``); returns a JSON-able result."""
+                log: Callable[[str], None] = print, open_kwargs: dict[str, Any] | None = None,
+                reuse: bool = False, recall: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the bench on the raw path (and the default path with ``default``); returns a JSON-able result.
+
+    ``reuse`` scores the banks a kept ``workdir`` already holds instead of retaining again; ``recall`` sets recall
+    settings for the run (``field=value`` of ``RecallSettings``: "later_first_depth=10")."""
     from .report import run_info
 
     data = load(data_path).select(split, conversations)
     if not data.conversations:
         raise ValueError("no conversation selected")
+    if reuse and workdir is None:
+        raise ValueError("reuse needs a workdir that holds the banks of an earlier run")
+    if recall:
+        from hindsight_core.config import Settings
+
+        from .questions import variant
+
+        settings = (open_kwargs or {}).get("settings") or Settings()
+        tuned = settings.recall
+        for item in recall:
+            tuned = variant(tuned, item)
+        open_kwargs = {**(open_kwargs or {}), "settings": settings.model_copy(update={"recall": tuned})}
     tmp = tempfile.TemporaryDirectory(prefix="hindsight-updates-") if workdir is None else None
     root = Path(workdir) if workdir is not None else Path(tmp.name)  # type: ignore[union-attr]
     try:
-        paths = {"raw": run_path(data, extract=False, root=root, log=log, open_kwargs=open_kwargs)}
+        paths = {"raw": run_path(data, extract=False, root=root, log=log, open_kwargs=open_kwargs, reuse=reuse)}
         if default:
-            paths["default"] = run_path(data, extract=True, root=root, log=log, open_kwargs=open_kwargs)
+            paths["default"] = run_path(data, extract=True, root=root, log=log, open_kwargs=open_kwargs, reuse=reuse)
     finally:
         if tmp is not None:
             tmp.cleanup()
     return {"benchmark": "updates", "split": split, "data": str(data_path), "counts": data.meta.get("counts", {}),
-            "conversations": list(data.conversations), "run": run_info(), "paths": paths}
+            "conversations": list(data.conversations), "run": run_info(), "recall": list(recall), "paths": paths}
 
 
 def format_updates(result: dict[str, Any]) -> str:
@@ -368,7 +393,8 @@ def cmd_updates(args: Any) -> dict[str, Any] | None:
     log = stderr_print if args.json else print
     try:
         result = run_updates(args.split, data_path=data, default=args.default, conversations=args.conversations,
-                             workdir=args.workdir, log=log)
+                             workdir=args.workdir, log=log, reuse=getattr(args, "reuse", False),
+                             recall=getattr(args, "recall", None) or ())
     except (ValueError, KeyError) as exc:
         raise BenchError(f"updates: {exc}") from None
     table = format_updates(result)
