@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from ..models import FACT_CITES_KEY, FACT_LENT_KEY, SUPERSEDED_BY_KEY, SUPERSESSION_KEY
 from ..observations.job import observation_document_id
+from ..retain.correct import CORRECTION_KEY
 from .archive import BankArchive
 from .format import AuditRecord, EventRecord, LinkRecord, UnitRecord
 from .jsonl import FileRecords
@@ -28,10 +30,13 @@ R = TypeVar("R", bound=BaseModel)
 
 NAMESPACE = uuid.UUID("5b1f2d8e-8c57-4a7e-9d3e-4f1f8b6a2c10")
 OBSERVATION_PREFIX = observation_document_id("")
-# Unit metadata written by the engine that holds unit ids (opinions: based_on, against; observations: facts), and
-# the maps keyed by them (a judged opinion's verdicts).
-_UNIT_ID_LISTS = ("based_on", "against", "facts")
+# Unit metadata written by the engine that holds unit ids (opinions: based_on, against; observations: facts;
+# facts: their citations, own and lent), the maps keyed by them (a judged opinion's verdicts), single ids (what
+# superseded a memory) and the ids inside records (how it was superseded: "via"; what a correction corrects: "of").
+_UNIT_ID_LISTS = ("based_on", "against", "facts", FACT_CITES_KEY, FACT_LENT_KEY)
 _UNIT_ID_MAPS = ("verdicts",)
+_UNIT_ID_KEYS = (SUPERSEDED_BY_KEY,)
+_UNIT_ID_RECORDS = ((SUPERSESSION_KEY, "via"), (CORRECTION_KEY, "of"))
 
 
 def _each(records: Collection[R], fn: Callable[[R], R]) -> Collection[R]:
@@ -68,6 +73,13 @@ def remap(archive: BankArchive, bank_id: str) -> BankArchive:
         for key in _UNIT_ID_MAPS:
             if isinstance(out.get(key), dict):
                 out[key] = {f(k): v for k, v in out[key].items()}
+        for key in _UNIT_ID_KEYS:
+            if isinstance(out.get(key), str):
+                out[key] = f(out[key])
+        for key, field in _UNIT_ID_RECORDS:
+            record = out.get(key)
+            if isinstance(record, dict) and isinstance(record.get(field), str):
+                out[key] = {**record, field: f(record[field])}
         if isinstance(out.get("entity_id"), str):
             out["entity_id"] = f(out["entity_id"])
         return out

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ..config import Settings
 from ..errors import ConflictError, InvalidInputError, LostAnswerError
-from ..models import Job
+from ..models import FACT_CITES_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from ..stores.citations import own_citations
 from ..stores.records import DocumentRewrite
@@ -65,8 +65,9 @@ def rests_on(metadata: dict[str, Any], gone: set[str], documents: frozenset[str]
         value = metadata.get(key)
         return isinstance(value, list) and any(str(v) in gone for v in value)
 
-    # A fact rests on the messages it was made of, not on those a restating fact lent it (taken back instead).
-    if any(c in gone for c in own_citations(metadata)):
+    # A fact rests on the messages it was made of, not on those a restating fact lent it (taken back instead); one
+    # left with lent citations only (a repair stripped its own) rests on those.
+    if any(c in gone for c in own_citations(metadata) or [str(c) for c in metadata.get(FACT_CITES_KEY) or []]):
         return "fact"
     if named("facts") and metadata.get("entity_id"):
         return "observation"

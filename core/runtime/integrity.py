@@ -28,6 +28,7 @@ from ..config import Settings
 from ..embedders import Embedder
 from ..models import FACT_CITES_KEY, DocumentStatus, JobStatus
 from ..stores.base import GraphStore, VectorIndex
+from ..stores.citations import own_citations
 from ..vectors.reconcile import reconcile_bank
 from .leases import ProcessLease
 
@@ -128,15 +129,17 @@ def _dangling_citations(store: GraphStore, bank_id: str, units: set[str]) -> dic
 
 
 def _repair_citations(store: GraphStore, bank_id: str) -> int:
-    """Strip the missing ids from the facts citing them; a fact left citing nothing rests on nothing and is deleted
+    """Strip the missing ids from the facts citing them; a fact left citing none of the messages it was made of
+    rests on nothing and is deleted
     (its vector goes with the sync of the marks that follows). Returns how many facts were repaired."""
     units = store.unit_ids(bank_id)
     dangling = _dangling_citations(store, bank_id, units)
     if not dangling:
         return 0
     store.strip_citations(bank_id, sorted({c for ids in dangling.values() for c in ids}))
+    # Lent citations (of restating facts) are not what a fact was made of: one left with only those goes too.
     empty = [uid for uid, meta in store.units_with_references(bank_id)
-             if uid in dangling and FACT_CITES_KEY in meta and not meta.get(FACT_CITES_KEY)]
+             if uid in dangling and FACT_CITES_KEY in meta and not own_citations(meta)]
     if empty:
         store.delete_units(bank_id, empty)  # marks their vectors (and neighbours' to embed again) for the sync
     return len(dangling)

@@ -403,6 +403,47 @@ def test_forgetting_the_message_a_fact_was_made_of_deletes_it_whatever_was_lent(
         assert check(hs).ok
 
 
+def test_a_repair_deletes_a_fact_left_with_lent_citations_only(backend: Backend, embedder: Any,
+                                                               bank_id: str) -> None:
+    # The message the fact was made of went without it (a crash or a race: what `hindsight check` is for). Its own
+    # citation dangles; the lent one does not make it rest on something: the repair deletes it.
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        held, first, second = _restated(hs, bank_id)
+        hs.store.delete_units(bank_id, [first.id])
+        assert check(hs).banks[0].problems.get("dangling_citation") == [held.id]
+        assert check(hs, repair=True).ok
+        assert bank.get(held.id) is None and bank.get(second.id) is not None
+
+
+def test_a_fact_with_lent_citations_only_goes_with_them() -> None:
+    from hindsight_core.retain.forget import rests_on
+
+    assert rests_on({"fact_of": ["m2"], "fact_lent": ["m2"]}, {"m2"}) == "fact"
+    assert rests_on({"fact_of": ["m1", "m2"], "fact_lent": ["m2"]}, {"m2"}) is None
+    assert rests_on({"fact_of": ["m1", "m2"], "fact_lent": ["m2"]}, {"m1"}) == "fact"
+
+
+def test_a_restatement_lends_no_citation_of_a_message_already_forgotten(backend: Backend, embedder: Any,
+                                                                        bank_id: str) -> None:
+    # The restating facts job read the message before a forget took it; its commit lends only what still exists.
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        for i, day in enumerate((0, 40)):
+            bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
+                        document_id=f"d{i}", extract=False, background=False)
+        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
+                         for i in range(2))
+        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        bank.forget(memory_id=second.id)
+        doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
+        again = ExtractedFact(text=held.text, network=Network.WORLD, sources=list(second.sources),
+                              mentioned_at=second.mentioned_at)
+        hs.engine.retainer.store_facts(doc, [again], cites=[[second.id]])
+        assert bank.get(held.id).cites == [first.id]  # type: ignore[union-attr]
+        assert check(hs).ok
+
+
 def test_a_fact_that_turns_a_held_one_around_is_not_a_restatement(backend: Backend, embedder: Any,
                                                                   bank_id: str) -> None:
     # "not" is a stop word: the turned fact shares every content word with the held one and is close in meaning,

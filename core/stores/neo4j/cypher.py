@@ -163,14 +163,17 @@ def _supersede_tx(tx: Any, bank_id: str, items: Sequence[Supersession]) -> int:
 
 
 def _add_citations_tx(tx: Any, bank_id: str, items: Sequence[tuple[str, list[str]]]) -> None:
-    """Held facts gain the citations of the facts that restated them (``UnitBatch.citations``)."""
+    """Held facts gain the citations of the facts that restated them (``UnitBatch.citations``), of messages that
+    still exist: one forgotten while the restating facts job ran is not lent (it would name nothing)."""
     for unit_id, cites in items:
         row = tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank RETURN u.metadata AS metadata",
                      id=unit_id, bank=bank_id).single()
-        if row is None:
+        if row is None or not cites:
             continue
+        live = {r["id"] for r in tx.run("UNWIND $ids AS id MATCH (u:Unit {id: id}) WHERE u.bank_id = $bank "
+                                        "RETURN u.id AS id", ids=list(cites), bank=bank_id)}
         meta = json.loads(row["metadata"] or "{}")
-        if lend(meta, cites):
+        if lend(meta, [c for c in cites if c in live]):
             tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
                    id=unit_id, bank=bank_id, meta=json.dumps(meta, default=str)).consume()
 

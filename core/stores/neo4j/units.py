@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ...errors import ConflictError
-from ...models import REFERENCE_KEYS, Entity, Job, LinkType, Memory, Network
+from ...models import REFERENCE_KEYS, SUPERSEDED_BY_KEY, Entity, Job, LinkType, Memory, Network
 from ...text.names import normalise_name
 from ..common import from_epoch as _dt
 from ..common import nearest
@@ -393,6 +393,10 @@ def _unit_rows(bank_id: str, batch: UnitBatch, seq0: int) -> list[dict[str, Any]
                 "t_end": _first(end, start, mentioned), "confidence": u.confidence,
                 "sources": json.dumps(u.sources), "document_id": u.document_id,
                 "position": batch.positions.get(u.id, 0), "metadata": json.dumps(u.metadata, default=str),
+                # A unit written already superseded (a restored bank) is found by what superseded it, as one
+                # superseded later is (``_supersede_tx``).
+                "superseded_by": superseded if isinstance(superseded := u.metadata.get(SUPERSEDED_BY_KEY), str)
+                else None,
                 "created_at": _ts(u.created_at), "seq": seq0 + i, **keywords[i],
             },
         })

@@ -233,13 +233,16 @@ def _supersede(con: sqlite3.Connection, bank_id: str, items: Sequence[Supersessi
 
 
 def _add_citations(con: sqlite3.Connection, bank_id: str, items: Sequence[tuple[str, list[str]]]) -> None:
-    """Held facts gain the citations of the facts that restated them (``UnitBatch.citations``)."""
+    """Held facts gain the citations of the facts that restated them (``UnitBatch.citations``), of messages that
+    still exist: one forgotten while the restating facts job ran is not lent (it would name nothing)."""
     for unit_id, cites in items:
         row = con.execute("SELECT metadata FROM units WHERE id = ? AND bank_id = ?", (unit_id, bank_id)).fetchone()
-        if row is None:
+        if row is None or not cites:
             continue
+        live = {r[0] for r in con.execute(f"SELECT id FROM units WHERE bank_id = ? AND id IN "
+                                          f"({','.join('?' * len(cites))})", [bank_id, *cites])}
         meta = json.loads(row[0])
-        if lend(meta, cites):
+        if lend(meta, [c for c in cites if c in live]):
             con.execute("UPDATE units SET metadata = ? WHERE id = ?", (json.dumps(meta, default=str), unit_id))
 
 
