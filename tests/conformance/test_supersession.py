@@ -274,15 +274,21 @@ def test_facts_follow_the_messages_they_cite(backend: Backend, embedder: Any, ba
         assert all(bank.get(i).superseded_by is None for i in (lisbon.id, before.id, late.id))  # type: ignore[union-attr]
 
 
+def _nurse_twice(hs: Hindsight, bank_id: str) -> tuple[Memory, Memory, Memory]:
+    """Ana says the same in two documents, 40 days apart, and the first has its fact: (fact, message, message)."""
+    bank = hs.bank(bank_id)
+    for i, day in enumerate((0, 40)):
+        bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
+                    document_id=f"d{i}", extract=False, background=False)
+    first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
+                     for i in range(2))
+    return _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital."), first, second
+
+
 def test_a_restated_fact_is_linked_not_stored_twice(backend: Backend, embedder: Any, bank_id: str) -> None:
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        for i, day in enumerate((0, 40)):
-            bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
-                        document_id=f"d{i}", extract=False, background=False)
-        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
-                         for i in range(2))
-        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        held, first, second = _nurse_twice(hs, bank_id)
         doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
         again = ExtractedFact(text="Ana works as a nurse at the Santa Maria hospital.", network=Network.WORLD,
                               sources=list(second.sources), mentioned_at=second.mentioned_at)
@@ -302,12 +308,7 @@ def test_a_restating_document_retained_again_takes_its_citation_back(backend: Ba
     # message, and the held fact stops citing it (the id would name nothing).
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        for i, day in enumerate((0, 40)):
-            bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
-                        document_id=f"d{i}", extract=False, background=False)
-        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
-                         for i in range(2))
-        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        held, first, second = _nurse_twice(hs, bank_id)
         doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
         again = ExtractedFact(text=held.text, network=Network.WORLD, sources=list(second.sources),
                               mentioned_at=second.mentioned_at)
@@ -429,12 +430,7 @@ def test_a_restatement_lends_no_citation_of_a_message_already_forgotten(backend:
     # The restating facts job read the message before a forget took it; its commit lends only what still exists.
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        for i, day in enumerate((0, 40)):
-            bank.retain([say("Ana", "I work as a nurse at the Santa Maria hospital.", f"n{i}", day)],
-                        document_id=f"d{i}", extract=False, background=False)
-        first, second = (hs.store.get_units(bank_id, hs.store.units_of_document(bank_id, f"d{i}"))[0]
-                         for i in range(2))
-        held = _fact(hs, bank_id, first, "Ana works as a nurse at the Santa Maria hospital.")
+        held, first, second = _nurse_twice(hs, bank_id)
         bank.forget(memory_id=second.id)
         doc = Document(id="d1", bank_id=bank_id, content="", timestamp=second.mentioned_at)
         again = ExtractedFact(text=held.text, network=Network.WORLD, sources=list(second.sources),
