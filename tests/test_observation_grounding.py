@@ -100,6 +100,16 @@ def test_cut_off_and_other_entity_sentences_are_dropped() -> None:
     assert check_grounded("Moonrise Kingdom is by Wes Anderson.", LINES, "Wes Anderson").kept
 
 
+def test_a_sentence_about_the_other_speaker_that_names_this_one_is_about_the_other() -> None:
+    # Read on real chat: Paola's observation held "Kevin mentioned he finished his soccer practice ..., but he
+    # appreciated the support from Paola." A place, a club or a pet is still spoken of in a speaker's sentence.
+    lines = [*LINES, ("r5", "[8 May 2024] Kevin: Thanks Paola, the pottery class was fun, I made a bowl for Paola.")]
+    check = check_grounded("Kevin made a bowl for Paola in the pottery class.", lines, "Paola")
+    assert [s.reason for s in check.sentences] == ["other entity"]
+    assert check_grounded("Kevin made a bowl for Paola in the pottery class.", lines, "Kevin").kept
+    assert check_grounded("Paola supports Boca Juniors.", LINES, "Boca Juniors").kept
+
+
 def test_a_pet_gets_neither_its_owners_news_nor_a_name_it_does_not_have() -> None:
     lines = [("p1", "[8 May 2024] Paola: My parrot is called Ricky. I will talk to Kevin about the trip soon."),
              ("p2", "[8 May 2024] Paola: He says hello every morning.")]

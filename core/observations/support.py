@@ -539,7 +539,12 @@ def _subject(sentence: str, entity_names: Sequence[str], speakers: Sequence[str]
     who = list(entity_names) if is_entity or name is None else [name]
     speaker = next((sp for sp in speakers if any(_same_name(w, sp) for w in who)), None)
     names = tuple(entity_names) if is_entity or name is None else (name, *entity_names)
-    return _Subject(names, speaker, is_entity or mentions(sentence, entity_names))
+    # A sentence about the other speaker that names this one ("Kevin finished soccer practice and appreciated the
+    # support from Paola") is about the other, not news of a speaker's own: only other entities (a place, a club,
+    # a pet) are spoken of in sentences about someone else.
+    other_speaker = (not is_entity and speaker is not None
+                     and any(_same_name(n, sp) for n in entity_names for sp in speakers))
+    return _Subject(names, speaker, is_entity or (not other_speaker and mentions(sentence, entity_names)))
 
 
 _LEADING_PHRASE = re.compile(
