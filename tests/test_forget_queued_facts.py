@@ -159,12 +159,17 @@ def test_close_waits_for_the_facts_job_s_look_for_orphans_and_a_closing_store_sk
     monkeypatch.setattr(FactJob, "_without_orphans", slow)
     hs = Hindsight.open(tmp_path / "m", llm=ScriptedLLM([_facts] * 4), start_worker=False)
     hs.bank("ana").retain(MESSAGES, document_id="d1")
+    # The follow-ups (observation jobs) read the store too: never once closing has begun (CI caught a segfault).
+    follow_ups: list[bool] = []
+    queue = hs.engine.facts.on_retained
+    hs.engine.facts.on_retained = lambda result: (follow_ups.append(hs.engine.gate.closed), queue(result))[1]
     runner = threading.Thread(target=hs.worker.run_once)
     runner.start()
     assert inside.wait(30)
     hs.close()
     assert finished.is_set()  # close returned only after the look
     runner.join(30)
+    assert not runner.is_alive() and True not in follow_ups
     # Closing between the commit and the look: the look is skipped, nothing touches the closing store.
     hs = Hindsight.open(tmp_path / "m2", llm=ScriptedLLM([_facts] * 4), start_worker=False)
     hs.bank("ana").retain(MESSAGES, document_id="d1")

@@ -63,7 +63,15 @@ class FactJob:
         report = GroundingReport()
         result = self.add_facts(doc, report)
         if result is not None and payload.get("background") and result.memories:
-            self.on_retained(result)
+            try:
+                # It reads and writes the store like the commit before it: ``close`` waits for it, and once closing
+                # it is not started (CI caught a segfault: it read a SQLite store that ``close`` had just closed).
+                # The entities' observations then follow at their next retain.
+                with self.retainer.commit_gate():
+                    self.on_retained(result)
+            except ClosedError:
+                log.info("document %r of bank %s: closing, its facts' follow-up jobs were not queued", doc.id,
+                         doc.bank_id)
         if result is None:
             return None
         summary = report.summary()
