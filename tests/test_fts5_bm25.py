@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from hindsight_core.hindsight import Hindsight
 from hindsight_core.stores.fts5_bm25 import (
     TOKENIZER,
     Fts5Tokenizer,
@@ -98,3 +101,23 @@ def test_idf_floor_and_query_terms() -> None:
     assert query_terms("Where did Oscar go running?") == ["oscar", "go", "running"]
     assert query_terms("who is it") == ["who", "is", "it"]  # only stopwords: all kept
     assert len(query_terms(" ".join(f"w{i}" for i in range(100)))) == 64
+
+
+
+def test_words_that_only_say_a_question_asks_of_the_present_are_not_keywords(tmp_path: Path) -> None:
+    # "Does Marcio still smoke?": as a keyword, "still" matched every "I'm still ..." of a chat ahead of the answer.
+    assert query_terms("Does Marcio still smoke these days?") == ["marcio", "smoke", "days"]
+    assert query_terms("What is Jon currently reading nowadays, anymore?") == ["jon", "reading"]
+    chat = [("Rosa", "I'm still a trainee at the agency, so mostly coffee runs."),
+            ("Ana", "The ferry was late again this morning."), ("Rosa", "Did anyone see the match on Sunday?"),
+            ("Ana", "We are painting the kitchen green."), ("Marcio", "Day sixty without a cigarette, I chew gum."),
+            ("Ana", "The bakery on the corner closed."), ("Rosa", "Lunch on Friday at the usual place?"),
+            ("Ana", "My sister is visiting in May."), ("Rosa", "My old car still starts on the first try."),
+            ("Ana", "The library has a new reading room."), ("Rosa", "I booked the dentist for Monday.")]
+    with Hindsight.open(tmp_path / "hs") as hs:
+        bank = hs.bank("still")
+        bank.retain([{"speaker": who, "text": text} for who, text in chat],
+                    timestamp=datetime(2024, 3, 1, tzinfo=UTC), extract=False)
+        hits = hs.store.keyword_search(bank.id, "Does Marcio still chew gum?", 10)
+        texts = [m.text for m in bank.memories([i for i, _ in hits])]
+    assert texts and "Marcio" in texts[0] and not any("still" in t for t in texts), texts
