@@ -13,8 +13,14 @@ import pytest
 
 from hindsight_core.config import RecallSettings, Settings, SupersessionSettings
 from hindsight_core.hindsight import Hindsight
-from hindsight_core.models import FACT_CITES_KEY, Memory, TraceItem
-from hindsight_core.recall.current import CurrentNotes, asks_how_things_are, later_first
+from hindsight_core.models import FACT_CITES_KEY, Memory, Network, TraceItem
+from hindsight_core.recall.current import (
+    MAX_HEAD_FACTOR,
+    CurrentNotes,
+    asks_how_things_are,
+    head_of,
+    later_first,
+)
 from hindsight_core.retain.supersede import plain_statement, subject_of
 
 
@@ -102,6 +108,29 @@ def test_only_the_same_speaker_a_later_day_a_close_subject_and_the_first_ranks_m
     replaced = cook.model_copy(update={"metadata": {"superseded_by": "x", "valid_until": "2025-01-01T00:00:00"}})
     assert order([replaced, chef], {"cook", "chef"})[0] == ["cook", "chef"]  # supersession already placed it
     assert not plain_statement(said("thanks", "Priya: Thanks, Sam!", 2024))  # an acknowledgement states nothing
+
+
+def test_the_depth_counts_messages_so_a_messages_facts_and_observations_take_no_place_of_their_own() -> None:
+    # The default path ranks a message, facts made of it and an observation of its speaker side by side: counted as
+    # memories, they filled the first five and kept the later statement out of reach.
+    at = datetime(2023, 3, 1, tzinfo=UTC)
+    cook = said("cook", "Priya: I'm a line cook at a noodle bar in Leith.", 2023).model_copy(
+        update={"sources": ["m-cook"]})
+    facts = [Memory(id=f"fact{n}", bank_id="b", text=text, entities=["Priya"], mentioned_at=at, occurred_start=at,
+                    sources=["m-cook"], metadata={FACT_CITES_KEY: ["cook"]})
+             for n, text in enumerate(["Priya is a line cook at a noodle bar.", "Priya works in Leith."])]
+    summary = Memory(id="obs", bank_id="b", text="Priya is a line cook in Leith.", network=Network.OBSERVATION,
+                     entities=["Priya"], mentioned_at=at, sources=["m-cook"])
+    filler = [said(f"f{n}", f"Sam: Line {n}.", 2024).model_copy(update={"sources": [f"m-f{n}"]}) for n in range(4)]
+    chef = said("chef", "Priya: Week two as a junior sous chef at the hotel by the docks, my feet are killing me.",
+                2024).model_copy(update={"sources": ["m-chef"]})
+    ranked = [cook, *facts, summary, *filler[:3], chef]  # the chef is the ninth memory but the fifth message
+    assert [m.id for m in head_of(iter(ranked), 5)][-1] == "chef"
+    assert order(ranked, {"cook", "chef"}, depth=5)[0][:2] == ["chef", "cook"]
+    beyond = [cook, *facts, summary, *filler, chef]  # now the sixth message: untouched
+    assert order(beyond, {"cook", "chef"}, depth=5)[0][0] == "cook"
+    many = [cook, *(m.model_copy(update={"id": f"obs{n}"}) for n in range(30) for m in [summary]), chef]
+    assert len(head_of(iter(many), 5)) == MAX_HEAD_FACTOR * 5  # observations alone never make the head unbounded
 
 
 @pytest.mark.parametrize(("question", "now"), [

@@ -18,7 +18,7 @@ from itertools import islice
 
 import numpy as np
 
-from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory, TimeRange
+from ..models import SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY, Memory, Network, TimeRange
 from ..temporal import TemporalConstraint
 
 MAX_CHAIN = 8
@@ -104,8 +104,12 @@ def later_first(
     of their vectors >= ``min_similarity``) that outranked it, said on an earlier day. For a question about how things
     are now, where no supersession was recorded: the change rules know the words of a change, this order only that
     the same person said something newer about the same thing. The earlier memory stays right behind it; ranks
-    beyond ``depth`` are untouched."""
-    head = list(islice(memories, depth))
+    beyond ``depth`` are untouched.
+
+    ``depth`` counts messages, not memories (``head_of``): a fact of a message already in the head, or an observation,
+    adds none, so the default path's head (a message, its facts, an observation) reaches as far into the
+    conversation as the raw path's."""
+    head = head_of(memories, depth)
     if len(head) > 1:
         who = [who.casefold() if (who := subject(m)) is not None else None for m in head]
         day = [d.date() if (d := m.mentioned_at or m.occurred_start) is not None else None for m in head]
@@ -132,6 +136,27 @@ def later_first(
             head = [head[k] for k in order]
     yield from head
     yield from memories
+
+
+MAX_HEAD_FACTOR = 4
+"""``head_of`` takes at most this many times ``depth`` memories, whatever they cover."""
+
+
+def head_of(memories: Iterator[Memory], depth: int) -> list[Memory]:
+    """The first memories of the ranking until they cover ``depth`` messages: a memory covers its ``sources`` (a
+    fact the messages it was made of, a raw message itself; its id when it has none), an observation none (it
+    summarises facts). At most ``MAX_HEAD_FACTOR * depth`` memories."""
+    head: list[Memory] = []
+    covered: set[str] = set()
+    if depth <= 0:
+        return head
+    for m in memories:
+        head.append(m)
+        if m.network != Network.OBSERVATION:
+            covered.update(m.sources or (m.id,))
+        if len(covered) >= depth or len(head) >= MAX_HEAD_FACTOR * depth:
+            break
+    return head
 
 
 def _cosine(a: np.ndarray, b: np.ndarray) -> float:
