@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from ..config import Settings
 from ..errors import ConflictError, InvalidInputError, LostAnswerError
-from ..models import FACT_CITES_KEY, Job
+from ..models import FACT_CITES_KEY, FACT_LENT_KEY, Job
 from ..stores.base import BankStore, DocumentStore, EntityStore, UnitStore, VectorMarks
 from ..stores.citations import own_citations
 from ..stores.records import DocumentRewrite
@@ -103,6 +103,15 @@ def dependents(references: Sequence[tuple[str, dict[str, Any]]], ids: Sequence[s
             entity = meta.get("entity_id")
             if kind == "observation" and entity and entity not in found.rebuild:
                 found.rebuild.append(str(entity))
+    # A fact that only loses a lent citation stays, but may be history once it has (the store supersedes it when what
+    # it has left is superseded: ``stores.citations.inherit``): its observations are written again, not deleted.
+    losing = {uid for uid, meta in references
+              if uid not in gone and any(str(c) in gone for c in meta.get(FACT_LENT_KEY) or [])}
+    for uid, meta in references if losing else ():
+        entity, facts = meta.get("entity_id"), meta.get("facts")
+        if (uid not in gone and entity and isinstance(facts, list) and any(str(f) in losing for f in facts)
+                and str(entity) not in found.rebuild):
+            found.rebuild.append(str(entity))
     return found
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..models import FACT_CITES_KEY, FACT_LENT_KEY
+from ..models import FACT_CITES_KEY, FACT_LENT_KEY, SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY
 
-__all__ = ["lend", "own_citations", "take_back"]
+__all__ = ["inherit", "lend", "own_citations", "take_back"]
 
 
 def own_citations(meta: dict[str, Any]) -> list[str]:
@@ -47,4 +47,22 @@ def take_back(meta: dict[str, Any], ids: Sequence[str] | set[str], *, lent_only:
         meta[FACT_LENT_KEY] = kept_lent
     else:
         meta.pop(FACT_LENT_KEY, None)
+    return True
+
+
+def inherit(meta: dict[str, Any], cited: dict[str, dict[str, Any]]) -> bool:
+    """After citations were taken back: a current fact whose remaining citations are all superseded is history like
+    them, superseded by what superseded the first of them (the rule of the supersession detector's ``follow``, which
+    a lent citation of a message that still held had kept from it). ``cited``: the metadata of the fact's cited
+    units by id (a missing one holds nothing). Returns whether ``meta`` changed."""
+    cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+    if not cites or meta.get(SUPERSEDED_BY_KEY):
+        return False
+    sources = [cited.get(c) for c in cites]
+    if any(m is None or not m.get(SUPERSEDED_BY_KEY) or not m.get(VALID_UNTIL_KEY) for m in sources):
+        return False
+    first = sources[0]
+    assert first is not None  # checked above; for the type checker
+    meta.update({SUPERSEDED_BY_KEY: first[SUPERSEDED_BY_KEY], VALID_UNTIL_KEY: first[VALID_UNTIL_KEY],
+                 SUPERSESSION_KEY: {"by": "rule", "via": cites[0]}})
     return True

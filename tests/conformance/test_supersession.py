@@ -362,6 +362,29 @@ def test_forgetting_a_restating_message_takes_its_citation_back_and_keeps_the_fa
         assert check(hs).ok
 
 
+def test_a_fact_left_citing_only_superseded_messages_after_a_take_back_is_superseded_with_them(
+        backend: Backend, embedder: Any, bank_id: str) -> None:
+    # The fact's own message was corrected while the restating message it was lent still held, so the fact stayed
+    # current (it rested on a message that held). Forgetting the restating document takes that citation back: the fact
+    # now rests on the corrected message alone and is history like it, superseded by the correction.
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        held, first, _second = _restated(hs, bank_id)
+        fixed = bank.correct(first.id, "Ana: I work as a paramedic with the INEM ambulance service.", by="ana")
+        assert bank.get(held.id).superseded_by is None  # type: ignore[union-attr]  # the lent message still holds
+        bank.forget(document_id="d1")
+        kept = bank.get(held.id)
+        assert kept is not None and kept.cites == [first.id]
+        assert kept.superseded_by == fixed.id and kept.valid_until is not None
+        assert held.id in hs.store.superseded_by_ids(bank_id, [fixed.id]).get(fixed.id, [])
+        assert check(hs).ok
+        # Forgetting the correction makes the message, and the fact with it, current again.
+        bank.forget(memory_id=fixed.id)
+        assert bank.get(held.id).superseded_by is None  # type: ignore[union-attr]
+        assert bank.get(first.id).superseded_by is None  # type: ignore[union-attr]
+        assert check(hs).ok
+
+
 def test_a_forget_failing_after_taking_a_citation_back_changes_nothing_and_a_retry_completes(
         backend: Backend, embedder: Any, bank_id: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from hindsight_core.errors import StoreError
@@ -423,6 +446,20 @@ def test_a_fact_with_lent_citations_only_goes_with_them() -> None:
     assert rests_on({"fact_of": ["m2"], "fact_lent": ["m2"]}, {"m2"}) == "fact"
     assert rests_on({"fact_of": ["m1", "m2"], "fact_lent": ["m2"]}, {"m2"}) is None
     assert rests_on({"fact_of": ["m1", "m2"], "fact_lent": ["m2"]}, {"m1"}) == "fact"
+
+
+def test_the_observations_of_a_fact_that_only_loses_a_lent_citation_are_written_again_not_deleted() -> None:
+    from hindsight_core.retain.forget import dependents
+
+    refs = [("f1", {"fact_of": ["m1", "m2"], "fact_lent": ["m2"]}),
+            ("f2", {"fact_of": ["m3"]}),
+            ("o1", {"facts": ["f1"], "entity_id": "ana"}),
+            ("o2", {"facts": ["f2"], "entity_id": "rui"})]
+    found = dependents(refs, ["m2"])
+    assert found.kinds == {} and found.rebuild == ["ana"]  # f1 stays (it may be history now): Ana's is rewritten
+    found = dependents(refs, ["m1"])
+    assert found.kinds == {"f1": "fact", "o1": "observation"} and found.rebuild == ["ana"]
+    assert dependents(refs, ["m9"]).rebuild == []
 
 
 def test_a_restatement_lends_no_citation_of_a_message_already_forgotten(backend: Backend, embedder: Any,

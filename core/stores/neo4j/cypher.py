@@ -19,7 +19,7 @@ from ...models import (
     Job,
     OpinionEvent,
 )
-from ..citations import lend, take_back
+from ..citations import inherit, lend, take_back
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
 from ..records import Supersession, voted_type
@@ -217,8 +217,15 @@ def _take_back_lent_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
     for row in list(rows):
         meta = json.loads(row["metadata"] or "{}")
         if row["id"] not in dropped and take_back(meta, dropped, lent_only=True):
-            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
-                   id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
+            cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+            cited = {r["id"]: json.loads(r["metadata"] or "{}") for r in tx.run(
+                "UNWIND $ids AS id MATCH (c:Unit {id: id}) WHERE c.bank_id = $bank "
+                "RETURN c.id AS id, c.metadata AS metadata", ids=cites, bank=bank_id)} if cites else {}
+            inherit(meta, cited)
+            # The property recall finds superseded units by follows the metadata (None removes it: never set here).
+            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta, "
+                   "u.superseded_by = $successor", id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str),
+                   successor=meta.get(SUPERSEDED_BY_KEY)).consume()
 
 
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:

@@ -22,7 +22,7 @@ from ...models import (
     OpinionEvent,
 )
 from ...text.names import normalise_name
-from ..citations import lend, take_back
+from ..citations import inherit, lend, take_back
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
 from ..records import Supersession, voted_type
@@ -285,6 +285,11 @@ def _take_back_lent(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) 
                                  f"AND instr(metadata, '\"{FACT_LENT_KEY}\"') > 0", (bank_id,)).fetchall():
         meta = json.loads(text)
         if uid not in dropped and take_back(meta, dropped, lent_only=True):
+            cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+            cited = {r[0]: json.loads(r[1]) for r in con.execute(
+                f"SELECT id, metadata FROM units WHERE bank_id = ? AND id IN ({','.join('?' * len(cites))})",
+                [bank_id, *cites])} if cites else {}
+            inherit(meta, cited)
             con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
                         (json.dumps(meta, default=str), uid, bank_id))
 
