@@ -416,7 +416,9 @@ class TraceItem(BaseModel):
                                                      "``demoted``), 'said_earlier' (with ``later_statement``), or "
                                                      "'question' / 'acknowledgement': a message that only asks or "
                                                      "acknowledges, packed after the next memory that says something "
-                                                     "(RecallSettings.question_rule)")
+                                                     "(RecallSettings.question_rule); 'not_of_asked': about nobody "
+                                                     "a question about how a named person is now names, packed "
+                                                     "after what is (RecallSettings.asked_first_window)")
 
 
 class RecallTrace(BaseModel):

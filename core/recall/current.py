@@ -52,6 +52,8 @@ class CurrentNotes:
     brought_by: dict[str, str] = field(default_factory=dict)
     later_first: dict[str, str] = field(default_factory=dict)
     """Memories moved ahead by ``later_first``: the later memory's id -> the id of the earlier one it now precedes."""
+    not_of_asked: set[str] = field(default_factory=set)
+    """Memories ``asked_first`` packed after those about the person the question names."""
 
 
 def current_first(
@@ -91,6 +93,64 @@ def asks_how_things_are(query: str) -> bool:
     "still", "any more" ("Where does Ana live now?"; not "Where does Ana live?", which LoCoMo-style questions ask of
     the past as often as of the present)."""
     return _PRESENT.search(query) is not None
+
+
+_QUESTION_WORDS = frozenset(
+    "what where who whom whose which when why how does do did is are was were has have had can could will would should "
+    "i".split()
+)
+_CAPITALISED = re.compile(r"\b[^\W\d_][\w'’-]*", re.UNICODE)
+
+
+def asked_names(query: str) -> set[str]:
+    """Whom a question names: its capitalised words other than question words, case-folded, without a possessive
+    ("Which company does Eugene work for now?" -> {"eugene"}; "Is Joris's collarbone still broken?" -> {"joris"})."""
+    out = set()
+    for word in _CAPITALISED.findall(query):
+        if not word[:1].isupper() or word.casefold() in _QUESTION_WORDS:
+            continue
+        name = re.sub(r"['’]s?$", "", word).casefold()
+        if name:
+            out.add(name)
+    return out
+
+
+def asked_first(
+    memories: Iterator[Memory], names: set[str], close: set[str], subject: Callable[[Memory], str | None],
+    notes: CurrentNotes, window: int,
+) -> Iterator[Memory]:
+    """For a question about how a named person is now: within the first ``window`` memories, those about nobody it
+    names follow those that are about someone it names, in rank order otherwise. A memory is about a name when it
+    says the name (a message's speaker is in its text), names it among its entities, has it as its ``subject`` or is
+    its observation; or when it is among the semantic channel's closest to the question (``close``), which finds
+    what speaks of the person without the name ("Grace: Mum finished her last round of chemo" for "Is Patricia still
+    having chemotherapy?"). The keyword channel's matches of a word of the question in another person's messages
+    ("Aisha: ... three weeks while she's in Jamaica" for "Where does Jen live now?", by its neighbour's "live") and
+    their graph neighbours then no longer come before what the person said. Ranks beyond ``window`` are untouched."""
+    if not names or window <= 0:
+        yield from memories
+        return
+    head = list(islice(memories, window))
+    patterns = [re.compile(rf"\b{re.escape(n)}\b", re.IGNORECASE) for n in names]
+
+    def about(m: Memory) -> bool:
+        if m.id in close or any(e.casefold() in names for e in m.entities):
+            return True
+        who = subject(m)
+        if who is not None and who.casefold() in names:
+            return True
+        if m.network == Network.OBSERVATION and str(m.metadata.get("entity", "")).casefold() in names:
+            return True
+        return any(p.search(m.text) for p in patterns)
+
+    flags = [about(m) for m in head]
+    if any(flags):
+        last = max(i for i, f in enumerate(flags) if f)
+        notes.not_of_asked.update(m.id for i, m in enumerate(head) if not flags[i] and i < last)
+        head = [m for m, f in zip(head, flags, strict=True) if f] + [m for m, f in zip(head, flags, strict=True)
+                                                                      if not f]
+    yield from head
+    yield from memories
 
 
 def later_first(

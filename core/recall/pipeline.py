@@ -24,6 +24,8 @@ from . import channels as ch
 from .current import (
     CurrentNotes,
     as_believed,
+    asked_first,
+    asked_names,
     asks_about_past,
     asks_how_things_are,
     current_first,
@@ -41,6 +43,8 @@ from .rerank import Reranker
 T = TypeVar("T")
 
 ANCHOR_MIN_SIMILARITY = 0.35  # below this the anchor event ("the trip") is not considered found
+SEMANTIC_CLOSE = 10
+"""The semantic channel's first hits, which ``current.asked_first`` counts as about the person asked of."""
 
 
 class RecallPipeline:
@@ -126,7 +130,7 @@ class RecallPipeline:
         fused = fused[: self.settings.max_candidates]
         timings["fusion_ms"] = _ms(t)
 
-        notes = _Notes(as_of=believed_at)
+        notes = _Notes(as_of=believed_at, close={i for i, _ in ordered.get("semantic", [])[:SEMANTIC_CLOSE]})
         # Superseded memories follow what replaced them, unless the question is about the past or a time is given.
         notes.current_first = window is None and not asks_about_past(query, constraint, ref)
         if not notes.current_first and window is None and not asks_about_past(query, None, ref) \
@@ -233,6 +237,9 @@ class RecallPipeline:
         load = lambda ids: list(self._iter_memories(bank_id, list(ids), nets, window, notes.as_of))  # noqa: E731
         if notes.current_first:
             memories = current_first(memories, load, notes.as_of, notes.current)
+            if s.asked_first_window > 0 and asks_how_things_are(query):
+                memories = asked_first(memories, asked_names(query), notes.close, subject_of, notes.current,
+                                       s.asked_first_window)
             if s.later_first_depth > 1 and asks_how_things_are(query):
                 memories = later_first(memories, lambda ids: self.index.get_embeddings(bank_id, ids), plain_statement,
                                        subject_of, notes.current, s.later_first_depth, s.later_first_similarity)
@@ -389,6 +396,8 @@ class _Notes:
     """The past time a question names, when that alone makes it a question about the past."""
     current: CurrentNotes = field(default_factory=CurrentNotes)
     questions: QuestionNotes = field(default_factory=QuestionNotes)
+    close: set[str] = field(default_factory=set)
+    """The semantic channel's first ``SEMANTIC_CLOSE`` hits."""
 
 
 def _trace(
@@ -417,7 +426,8 @@ def _trace(
                 superseded_by=superseded.get(i),
                 demoted=i in notes.current.demoted,
                 demoted_as=notes.questions.demoted.get(i) or ("superseded" if i in notes.current.demoted else None)
-                or ("said_earlier" if i in earlier else None),
+                or ("said_earlier" if i in earlier else None)
+                or ("not_of_asked" if i in notes.current.not_of_asked else None),
                 brought_by=notes.current.brought_by.get(i), later_statement=earlier.get(i),
             )
             for rank, (i, score) in enumerate(chain(fused, ((i, 0.0) for i in unranked)), start=1)
