@@ -23,13 +23,17 @@ from hindsight_core.retain.supersede import subject_of
     ("What car does Rosângela drive now?", {"rosângela"}),
     ("Where does she live now?", set()),
     ("where does jen live now", set()),  # nothing capitalised: nobody named, nothing moves
+    ("Where does Will work now?", {"will"}),
+    ("Is 'Jen's' flat still for rent?", {"jen"}),
 ])
 def test_the_names_a_question_asks_about(question: str, names: set[str]) -> None:
     assert asked_names(question) == names
 
 
 def _said(mid: str, text: str, entities: tuple[str, ...] = ()) -> Memory:
-    return Memory(id=mid, bank_id="b", text=text, entities=list(entities),
+    """A memory; a message's speaker among its entities, as retain records it."""
+    speaker = [text.split(":")[0]] if ":" in text else []
+    return Memory(id=mid, bank_id="b", text=text, entities=[*speaker, *entities],
                   mentioned_at=datetime(2025, 1, 1, tzinfo=UTC))
 
 
@@ -49,6 +53,16 @@ def test_memories_about_nobody_asked_follow_within_the_window() -> None:
     notes = CurrentNotes()
     out = [m.id for m in asked_first(iter(ranked), {"jen"}, {"kin"}, subject_of, notes, 3)]
     assert out == ["jen1", "husky", "band", "kin", "tag", "obs", "jen2"]  # beyond the window: untouched
+    # A correction (no name, no entity) that current_first brought in ahead of what it corrected stays ahead of it.
+    old = _said("toronto", "Jen: I live in Toronto.").model_copy(update={"metadata": {"superseded_by": "fix"}})
+    fix = _said("fix", "I live in Calgary, not Toronto.")
+    notes = CurrentNotes(brought_by={"fix": "toronto"})
+    out = [m.id for m in asked_first(iter([fix, old, ranked[0]]), {"jen"}, set(), subject_of, notes, 20)]
+    assert out == ["fix", "toronto", "husky"]
+    # A capitalised word that names nobody among the memories ("Now", "Tell", "I'm") is not a name.
+    assert asked_names("Now, tell me: I'm asking where Jen lives?") >= {"now", "i'm", "jen"}
+    moved = [m.id for m in asked_first(iter(ranked), {"now", "i'm", "jen"}, set(), subject_of, CurrentNotes(), 20)]
+    assert moved == ["jen1", "tag", "obs", "jen2", "husky", "band", "kin"]
     unchanged = [m.id for m in ranked]
     assert [m.id for m in asked_first(iter(ranked), set(), set(), subject_of, CurrentNotes(), 20)] == unchanged
     assert [m.id for m in asked_first(iter(ranked), {"jen"}, set(), subject_of, CurrentNotes(), 0)] == unchanged

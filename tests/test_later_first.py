@@ -114,16 +114,16 @@ def test_the_depth_counts_messages_so_a_messages_facts_and_observations_take_no_
     # The default path ranks a message, facts made of it and an observation of its speaker side by side: counted as
     # memories, they filled the first five and kept the later statement out of reach.
     at = datetime(2023, 3, 1, tzinfo=UTC)
-    cook = said("cook", "Priya: I'm a line cook at a noodle bar in Leith.", 2023).model_copy(
-        update={"sources": ["m-cook"]})
+    # Counted by raw unit (a fact by the messages it cites), not by the labels a caller gave the messages: none here.
+    cook = said("cook", "Priya: I'm a line cook at a noodle bar in Leith.", 2023)
     facts = [Memory(id=f"fact{n}", bank_id="b", text=text, entities=["Priya"], mentioned_at=at, occurred_start=at,
-                    sources=["m-cook"], metadata={FACT_CITES_KEY: ["cook"]})
+                    metadata={FACT_CITES_KEY: ["cook"]})
              for n, text in enumerate(["Priya is a line cook at a noodle bar.", "Priya works in Leith."])]
     summary = Memory(id="obs", bank_id="b", text="Priya is a line cook in Leith.", network=Network.OBSERVATION,
-                     entities=["Priya"], mentioned_at=at, sources=["m-cook"])
-    filler = [said(f"f{n}", f"Sam: Line {n}.", 2024).model_copy(update={"sources": [f"m-f{n}"]}) for n in range(4)]
+                     entities=["Priya"], mentioned_at=at, metadata={"facts": ["fact0"]})
+    filler = [said(f"f{n}", f"Sam: Line {n}.", 2024).model_copy(update={"sources": ["0"]}) for n in range(4)]
     chef = said("chef", "Priya: Week two as a junior sous chef at the hotel by the docks, my feet are killing me.",
-                2024).model_copy(update={"sources": ["m-chef"]})
+                2024)
     ranked = [cook, *facts, summary, *filler[:3], chef]  # the chef is the ninth memory but the fifth message
     assert [m.id for m in head_of(iter(ranked), 5)][-1] == "chef"
     assert order(ranked, {"cook", "chef"}, depth=5)[0][:2] == ["chef", "cook"]

@@ -96,20 +96,21 @@ def asks_how_things_are(query: str) -> bool:
 
 
 _QUESTION_WORDS = frozenset(
-    "what where who whom whose which when why how does do did is are was were has have had can could will would should "
+    "what where who whom whose which when why how does do did is are was were has have had can could would should "
     "i".split()
 )
 _CAPITALISED = re.compile(r"\b[^\W\d_][\w'’-]*", re.UNICODE)
 
 
 def asked_names(query: str) -> set[str]:
-    """Whom a question names: its capitalised words other than question words, case-folded, without a possessive
-    ("Which company does Eugene work for now?" -> {"eugene"}; "Is Joris's collarbone still broken?" -> {"joris"})."""
+    """Whom a question may name: its capitalised words other than question words, lower-cased, without a possessive
+    ("Which company does Eugene work for now?" -> {"eugene"}; "Is Joris's collarbone still broken?" -> {"joris"}).
+    ``asked_first`` keeps those that name someone among the memories it orders ("Now", "Tell", "I'm" name nobody)."""
     out = set()
     for word in _CAPITALISED.findall(query):
-        if not word[:1].isupper() or word.casefold() in _QUESTION_WORDS:
+        if not word[:1].isupper() or word.lower() in _QUESTION_WORDS:
             continue
-        name = re.sub(r"['’]s?$", "", word).casefold()
+        name = re.sub(r"['’]s$", "", word.strip("'’-")).strip("'’-").lower()
         if name:
             out.add(name)
     return out
@@ -120,35 +121,50 @@ def asked_first(
     notes: CurrentNotes, window: int,
 ) -> Iterator[Memory]:
     """For a question about how a named person is now: within the first ``window`` memories, those about nobody it
-    names follow those that are about someone it names, in rank order otherwise. A memory is about a name when it
-    says the name (a message's speaker is in its text), names it among its entities, has it as its ``subject`` or is
-    its observation; or when it is among the semantic channel's closest to the question (``close``), which finds
-    what speaks of the person without the name ("Grace: Mum finished her last round of chemo" for "Is Patricia still
-    having chemotherapy?"). The keyword channel's matches of a word of the question in another person's messages
-    ("Aisha: ... three weeks while she's in Jamaica" for "Where does Jen live now?", by its neighbour's "live") and
-    their graph neighbours then no longer come before what the person said. Ranks beyond ``window`` are untouched."""
+    names follow those that are about someone it names, in rank order otherwise. ``names`` (``asked_names``) count
+    only where one of the memories has it among its entities (a message's speaker is one): a capitalised word that
+    names nobody here is not a name. A memory is about a name when it says the name, names it among its entities, has
+    it as its ``subject`` or is its observation; or when it is among the semantic channel's closest to the question
+    (``close``), which finds what speaks of the person without the name ("Grace: Mum finished her last round of
+    chemo" for "Is Patricia still having chemotherapy?"); or when ``current_first`` brought it in for a memory that
+    is about them (a correction keeps its place ahead of what it corrected). The keyword channel's matches of a word of
+    the question in another person's messages ("Aisha: ... three weeks while she's in Jamaica" for "Where does Jen
+    live now?", by its neighbour's "live") and their graph neighbours then no longer come before what the person
+    said. Ranks beyond ``window`` are untouched."""
     if not names or window <= 0:
         yield from memories
         return
     head = list(islice(memories, window))
+    known = {e.lower() for m in head for e in m.entities}
+    known |= {str(m.metadata.get("entity", "")).lower() for m in head if m.network == Network.OBSERVATION}
+    names = names & known
+    if not names:
+        yield from head
+        yield from memories
+        return
     patterns = [re.compile(rf"\b{re.escape(n)}\b", re.IGNORECASE) for n in names]
 
     def about(m: Memory) -> bool:
-        if m.id in close or any(e.casefold() in names for e in m.entities):
+        if m.id in close or any(e.lower() in names for e in m.entities):
             return True
         who = subject(m)
-        if who is not None and who.casefold() in names:
+        if who is not None and who.lower() in names:
             return True
-        if m.network == Network.OBSERVATION and str(m.metadata.get("entity", "")).casefold() in names:
+        if m.network == Network.OBSERVATION and str(m.metadata.get("entity", "")).lower() in names:
             return True
         return any(p.search(m.text) for p in patterns)
 
-    flags = [about(m) for m in head]
-    if any(flags):
-        last = max(i for i, f in enumerate(flags) if f)
-        notes.not_of_asked.update(m.id for i, m in enumerate(head) if not flags[i] and i < last)
-        head = [m for m, f in zip(head, flags, strict=True) if f] + [m for m, f in zip(head, flags, strict=True)
-                                                                      if not f]
+    flags = {m.id: about(m) for m in head}
+    # What replaced a memory about them is about them too: it stays ahead of what it replaced.
+    replaced_by = {old: new for new, old in notes.brought_by.items()}
+    for m in head:
+        for newer in (replaced_by.get(m.id), m.superseded_by):
+            if flags[m.id] and newer in flags:
+                flags[newer] = True
+    if any(flags.values()):
+        last = max(i for i, m in enumerate(head) if flags[m.id])
+        notes.not_of_asked.update(m.id for i, m in enumerate(head) if not flags[m.id] and i < last)
+        head = [m for m in head if flags[m.id]] + [m for m in head if not flags[m.id]]
     yield from head
     yield from memories
 
@@ -203,8 +219,8 @@ MAX_HEAD_FACTOR = 4
 
 
 def head_of(memories: Iterator[Memory], depth: int) -> list[Memory]:
-    """The first memories of the ranking until they cover ``depth`` messages: a memory covers its ``sources`` (a
-    fact the messages it was made of, a raw message itself; its id when it has none), an observation none (it
+    """The first memories of the ranking until they cover ``depth`` messages: a raw message covers itself, a fact the
+    messages it cites (``Memory.cites``: raw units, whatever labels the caller gave them), an observation none (it
     summarises facts). At most ``MAX_HEAD_FACTOR * depth`` memories."""
     head: list[Memory] = []
     covered: set[str] = set()
@@ -213,7 +229,7 @@ def head_of(memories: Iterator[Memory], depth: int) -> list[Memory]:
     for m in memories:
         head.append(m)
         if m.network != Network.OBSERVATION:
-            covered.update(m.sources or (m.id,))
+            covered.update(m.cites or (m.id,))
         if len(covered) >= depth or len(head) >= MAX_HEAD_FACTOR * depth:
             break
     return head

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..models import FACT_CITES_KEY, FACT_LENT_KEY, SUPERSEDED_BY_KEY, SUPERSESSION_KEY, VALID_UNTIL_KEY
 
-__all__ = ["inherit", "lend", "own_citations", "take_back"]
+__all__ = ["inherit", "lend", "own_citations", "rests_on_inherited", "take_back"]
 
 
 def own_citations(meta: dict[str, Any]) -> list[str]:
@@ -65,4 +65,20 @@ def inherit(meta: dict[str, Any], cited: dict[str, dict[str, Any]]) -> bool:
     assert first is not None  # checked above; for the type checker
     meta.update({SUPERSEDED_BY_KEY: first[SUPERSEDED_BY_KEY], VALID_UNTIL_KEY: first[VALID_UNTIL_KEY],
                  SUPERSESSION_KEY: {"by": "rule", "via": cites[0]}})
+    return True
+
+
+def rests_on_inherited(meta: dict[str, Any], inherited: dict[str, dict[str, Any]]) -> bool:
+    """An observation written from a fact that ``inherit`` just superseded (``inherited``: fact id -> its metadata) is
+    superseded by the same memory, as ``ObservationWriter.follow`` does for any superseded fact; returns whether
+    ``meta`` changed."""
+    basis = meta.get("facts")
+    if not inherited or not meta.get("entity_id") or not isinstance(basis, list) or meta.get(SUPERSEDED_BY_KEY):
+        return False
+    hit = next((str(b) for b in basis if str(b) in inherited), None)
+    if hit is None:
+        return False
+    fact = inherited[hit]
+    meta.update({SUPERSEDED_BY_KEY: fact[SUPERSEDED_BY_KEY], VALID_UNTIL_KEY: fact[VALID_UNTIL_KEY],
+                 SUPERSESSION_KEY: {"by": "rests on", "memory": hit}})
     return True

@@ -370,6 +370,7 @@ def test_a_fact_left_citing_only_superseded_messages_after_a_take_back_is_supers
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
         held, first, _second = _restated(hs, bank_id)
+        summary = _observation(hs, bank_id, "Ana", [held])
         fixed = bank.correct(first.id, "Ana: I work as a paramedic with the INEM ambulance service.", by="ana")
         assert bank.get(held.id).superseded_by is None  # type: ignore[union-attr]  # the lent message still holds
         bank.forget(document_id="d1")
@@ -377,11 +378,28 @@ def test_a_fact_left_citing_only_superseded_messages_after_a_take_back_is_supers
         assert kept is not None and kept.cites == [first.id]
         assert kept.superseded_by == fixed.id and kept.valid_until is not None
         assert held.id in hs.store.superseded_by_ids(bank_id, [fixed.id]).get(fixed.id, [])
+        # The observation written from the fact is history with it, in the same transaction, and is written again.
+        assert bank.get(summary.id).superseded_by == fixed.id  # type: ignore[union-attr]
+        assert bank.observation("Ana") is None
+        assert any(job["rebuild"] for job in _queued_rebuilds(hs, bank_id))
         assert check(hs).ok
         # Forgetting the correction makes the message, and the fact with it, current again.
         bank.forget(memory_id=fixed.id)
         assert bank.get(held.id).superseded_by is None  # type: ignore[union-attr]
         assert bank.get(first.id).superseded_by is None  # type: ignore[union-attr]
+        assert check(hs).ok
+
+
+def test_a_restating_document_retained_again_leaves_a_fact_citing_only_superseded_messages_superseded(
+        backend: Backend, embedder: Any, bank_id: str) -> None:
+    # The same rule when the lent citation goes because its document is retained again with other words.
+    with backend.open(embedder) as hs:
+        bank = hs.bank(bank_id)
+        held, first, _second = _restated(hs, bank_id)
+        fixed = bank.correct(first.id, "Ana: I work as a paramedic with the INEM ambulance service.", by="ana")
+        bank.retain([say("Rui", "Only Rui talks now.", "x1", 41)], document_id="d1", extract=False, background=False)
+        kept = bank.get(held.id)
+        assert kept is not None and kept.cites == [first.id] and kept.superseded_by == fixed.id
         assert check(hs).ok
 
 

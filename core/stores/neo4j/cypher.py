@@ -19,7 +19,7 @@ from ...models import (
     Job,
     OpinionEvent,
 )
-from ..citations import inherit, lend, take_back
+from ..citations import inherit, lend, rests_on_inherited, take_back
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns
 from ..records import Supersession, voted_type
@@ -196,14 +196,40 @@ def _strip_citations_tx(tx: Any, bank_id: str, ids: Sequence[str]) -> int:
     rows = tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.metadata CONTAINS $key "
                   "AND any(g IN $ids WHERE u.metadata CONTAINS g) RETURN u.id AS id, u.metadata AS metadata",
                   bank=bank_id, key=f'"{FACT_CITES_KEY}"', ids=list(dropped))
-    changed = 0
+    changed: dict[str, dict[str, Any]] = {}
     for row in list(rows):
         meta = json.loads(row["metadata"] or "{}")
         if row["id"] not in dropped and take_back(meta, dropped):
-            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta",
-                   id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str)).consume()
-            changed += 1
-    return changed
+            changed[row["id"]] = meta
+    _settle_citations_tx(tx, bank_id, changed)
+    return len(changed)
+
+
+def _settle_citations_tx(tx: Any, bank_id: str, changed: dict[str, dict[str, Any]]) -> None:
+    """Write facts whose citations were taken back. One left citing only superseded messages is superseded with them
+    (``stores.citations.inherit``), and so are the observations written from it; the ``superseded_by`` property
+    recall finds superseded units by follows the metadata."""
+    inherited: dict[str, dict[str, Any]] = {}
+    for uid, meta in changed.items():
+        cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+        cited = {r["id"]: json.loads(r["metadata"] or "{}") for r in tx.run(
+            "UNWIND $ids AS id MATCH (c:Unit {id: id}) WHERE c.bank_id = $bank "
+            "RETURN c.id AS id, c.metadata AS metadata", ids=cites, bank=bank_id)} if cites else {}
+        if inherit(meta, cited):
+            inherited[uid] = meta
+        _write_metadata_tx(tx, bank_id, uid, meta)
+    if not inherited:
+        return
+    for row in list(tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.network = 'observation' "
+                           "RETURN u.id AS id, u.metadata AS metadata", bank=bank_id)):
+        meta = json.loads(row["metadata"] or "{}")
+        if rests_on_inherited(meta, inherited):
+            _write_metadata_tx(tx, bank_id, row["id"], meta)
+
+
+def _write_metadata_tx(tx: Any, bank_id: str, uid: str, meta: dict[str, Any]) -> None:
+    tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta, u.superseded_by = $successor",
+           id=uid, bank=bank_id, meta=json.dumps(meta, default=str), successor=meta.get(SUPERSEDED_BY_KEY)).consume()
 
 
 def _take_back_lent_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
@@ -214,18 +240,12 @@ def _take_back_lent_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
         return
     rows = tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.metadata CONTAINS $key "
                   "RETURN u.id AS id, u.metadata AS metadata", bank=bank_id, key=f'"{FACT_LENT_KEY}"')
+    changed: dict[str, dict[str, Any]] = {}
     for row in list(rows):
         meta = json.loads(row["metadata"] or "{}")
         if row["id"] not in dropped and take_back(meta, dropped, lent_only=True):
-            cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
-            cited = {r["id"]: json.loads(r["metadata"] or "{}") for r in tx.run(
-                "UNWIND $ids AS id MATCH (c:Unit {id: id}) WHERE c.bank_id = $bank "
-                "RETURN c.id AS id, c.metadata AS metadata", ids=cites, bank=bank_id)} if cites else {}
-            inherit(meta, cited)
-            # The property recall finds superseded units by follows the metadata (None removes it: never set here).
-            tx.run("MATCH (u:Unit {id: $id}) WHERE u.bank_id = $bank SET u.metadata = $meta, "
-                   "u.superseded_by = $successor", id=row["id"], bank=bank_id, meta=json.dumps(meta, default=str),
-                   successor=meta.get(SUPERSEDED_BY_KEY)).consume()
+            changed[row["id"]] = meta
+    _settle_citations_tx(tx, bank_id, changed)
 
 
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:

@@ -22,7 +22,7 @@ from ...models import (
     OpinionEvent,
 )
 from ...text.names import normalise_name
-from ..citations import inherit, lend, take_back
+from ..citations import inherit, lend, rests_on_inherited, take_back
 from ..common import to_epoch as _ts
 from ..fts5_bm25 import keyword_columns, split_tokens
 from ..records import Supersession, voted_type
@@ -264,14 +264,36 @@ def _strip_citations(con: sqlite3.Connection, bank_id: str, ids: Sequence[str]) 
     citing = [row for chunk in _chunks(list(dropped), 200) for row in con.execute(
         f"SELECT id, metadata FROM units WHERE bank_id = ? AND instr(metadata, '\"{FACT_CITES_KEY}\"') > 0 "
         f"AND ({' OR '.join('instr(metadata, ?) > 0' for _ in chunk)})", [bank_id, *chunk]).fetchall()]
-    changed = 0
+    changed: dict[str, dict[str, Any]] = {}
     for uid, text in dict(citing).items():
         meta = json.loads(text)
         if uid not in dropped and take_back(meta, dropped):
+            changed[uid] = meta
+    _settle_citations(con, bank_id, changed)
+    return len(changed)
+
+
+def _settle_citations(con: sqlite3.Connection, bank_id: str, changed: dict[str, dict[str, Any]]) -> None:
+    """Write facts whose citations were taken back. One left citing only superseded messages is superseded with them
+    (``stores.citations.inherit``), and so are the observations written from it."""
+    inherited: dict[str, dict[str, Any]] = {}
+    for uid, meta in changed.items():
+        cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
+        cited = {r[0]: json.loads(r[1]) for r in con.execute(
+            f"SELECT id, metadata FROM units WHERE bank_id = ? AND id IN ({','.join('?' * len(cites))})",
+            [bank_id, *cites])} if cites else {}
+        if inherit(meta, cited):
+            inherited[uid] = meta
+        con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
+                    (json.dumps(meta, default=str), uid, bank_id))
+    if not inherited:
+        return
+    for uid, text in con.execute("SELECT id, metadata FROM units WHERE bank_id = ? AND network = 'observation'",
+                                 (bank_id,)).fetchall():
+        meta = json.loads(text)
+        if rests_on_inherited(meta, inherited):
             con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
                         (json.dumps(meta, default=str), uid, bank_id))
-            changed += 1
-    return changed
 
 
 def _take_back_lent(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
@@ -281,17 +303,13 @@ def _take_back_lent(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) 
     dropped = set(gone)
     if not dropped:
         return
+    changed: dict[str, dict[str, Any]] = {}
     for uid, text in con.execute(f"SELECT id, metadata FROM units WHERE bank_id = ? "
                                  f"AND instr(metadata, '\"{FACT_LENT_KEY}\"') > 0", (bank_id,)).fetchall():
         meta = json.loads(text)
         if uid not in dropped and take_back(meta, dropped, lent_only=True):
-            cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
-            cited = {r[0]: json.loads(r[1]) for r in con.execute(
-                f"SELECT id, metadata FROM units WHERE bank_id = ? AND id IN ({','.join('?' * len(cites))})",
-                [bank_id, *cites])} if cites else {}
-            inherit(meta, cited)
-            con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
-                        (json.dumps(meta, default=str), uid, bank_id))
+            changed[uid] = meta
+    _settle_citations(con, bank_id, changed)
 
 
 def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
