@@ -59,10 +59,24 @@ def test_memories_about_nobody_asked_follow_within_the_window() -> None:
     notes = CurrentNotes(brought_by={"fix": "toronto"})
     out = [m.id for m in asked_first(iter([fix, old, ranked[0]]), {"jen"}, set(), subject_of, notes, 20)]
     assert out == ["fix", "toronto", "husky"]
+    # Along a chain of corrections (A by B by C, none naming her), in any order the window holds them.
+    b = _said("b", "I live in Calgary.").model_copy(update={"metadata": {"superseded_by": "c"}})
+    c = _said("c", "Actually Edmonton, since May.")
+    for chain, brought in (([c, b, old, ranked[0]], {}), ([ranked[0], c, b, old], {"c": "b"})):
+        toronto = old.model_copy(update={"metadata": {"superseded_by": "b"}})
+        window = [toronto if m.id == "toronto" else m for m in chain]
+        out = [m.id for m in asked_first(iter(window), {"jen"}, set(), subject_of,
+                                         CurrentNotes(brought_by=brought), 20)]
+        assert out == ["c", "b", "toronto", "husky"], out
     # A capitalised word that names nobody among the memories ("Now", "Tell", "I'm") is not a name.
     assert asked_names("Now, tell me: I'm asking where Jen lives?") >= {"now", "i'm", "jen"}
-    moved = [m.id for m in asked_first(iter(ranked), {"now", "i'm", "jen"}, set(), subject_of, CurrentNotes(), 20)]
-    assert moved == ["jen1", "tag", "obs", "jen2", "husky", "band", "kin"]
+    back = _said("back", "Marco: I'm back now.")
+    moved = [m.id for m in asked_first(iter([back, *ranked]), {"now", "i'm", "jen"}, set(), subject_of,
+                                       CurrentNotes(), 20)]
+    assert moved == ["jen1", "tag", "obs", "jen2", "back", "husky", "band", "kin"]
+    # A person is known by each word of the name retain stored ("Jen Park" is asked of as "Jen").
+    park = [_said("aisha", "Aisha: Jamaica for three weeks."), _said("jp", "I live in Calgary now.", ("Jen Park",))]
+    assert [m.id for m in asked_first(iter(park), {"jen"}, set(), subject_of, CurrentNotes(), 20)] == ["jp", "aisha"]
     unchanged = [m.id for m in ranked]
     assert [m.id for m in asked_first(iter(ranked), set(), set(), subject_of, CurrentNotes(), 20)] == unchanged
     assert [m.id for m in asked_first(iter(ranked), {"jen"}, set(), subject_of, CurrentNotes(), 0)] == unchanged

@@ -135,32 +135,31 @@ def asked_first(
         yield from memories
         return
     head = list(islice(memories, window))
-    known = {e.lower() for m in head for e in m.entities}
-    known |= {str(m.metadata.get("entity", "")).lower() for m in head if m.network == Network.OBSERVATION}
-    names = names & known
+
+    def named(m: Memory) -> set[str]:  # the words of its entities' names ("Jen Park" is "jen" and "park")
+        found = [*m.entities, str(m.metadata.get("entity", "")) if m.network == Network.OBSERVATION else ""]
+        who = subject(m)
+        return {w for name in [*found, who or ""] for w in name.lower().split()}
+
+    words = {m.id: named(m) for m in head}
+    names = names & set().union(*words.values())
     if not names:
         yield from head
         yield from memories
         return
     patterns = [re.compile(rf"\b{re.escape(n)}\b", re.IGNORECASE) for n in names]
-
-    def about(m: Memory) -> bool:
-        if m.id in close or any(e.lower() in names for e in m.entities):
-            return True
-        who = subject(m)
-        if who is not None and who.lower() in names:
-            return True
-        if m.network == Network.OBSERVATION and str(m.metadata.get("entity", "")).lower() in names:
-            return True
-        return any(p.search(m.text) for p in patterns)
-
-    flags = {m.id: about(m) for m in head}
-    # What replaced a memory about them is about them too: it stays ahead of what it replaced.
-    replaced_by = {old: new for new, old in notes.brought_by.items()}
-    for m in head:
-        for newer in (replaced_by.get(m.id), m.superseded_by):
-            if flags[m.id] and newer in flags:
-                flags[newer] = True
+    flags = {m.id: m.id in close or bool(words[m.id] & names) or any(p.search(m.text) for p in patterns)
+             for m in head}
+    # What replaced a memory about them is about them too: it stays ahead of what it replaced (along a chain of
+    # corrections, in whatever order the window holds them).
+    newer = {old: new for new, old in notes.brought_by.items()}
+    edges = [(m.id, n) for m in head for n in (newer.get(m.id), m.superseded_by) if n in flags]
+    changed = True
+    while changed:
+        changed = False
+        for old, new in edges:
+            if flags[old] and not flags[new]:
+                flags[new] = changed = True
     if any(flags.values()):
         last = max(i for i, m in enumerate(head) if flags[m.id])
         notes.not_of_asked.update(m.id for i, m in enumerate(head) if not flags[m.id] and i < last)

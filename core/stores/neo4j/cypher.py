@@ -201,13 +201,15 @@ def _strip_citations_tx(tx: Any, bank_id: str, ids: Sequence[str]) -> int:
         meta = json.loads(row["metadata"] or "{}")
         if row["id"] not in dropped and take_back(meta, dropped):
             changed[row["id"]] = meta
-    _settle_citations_tx(tx, bank_id, changed)
+    _settle_citations_tx(tx, bank_id, changed, observations=False)
     return len(changed)
 
 
-def _settle_citations_tx(tx: Any, bank_id: str, changed: dict[str, dict[str, Any]]) -> None:
+def _settle_citations_tx(tx: Any, bank_id: str, changed: dict[str, dict[str, Any]], *,
+                         observations: bool) -> None:
     """Write facts whose citations were taken back. One left citing only superseded messages is superseded with them
-    (``stores.citations.inherit``), and so are the observations written from it; the ``superseded_by`` property
+    (``stores.citations.inherit``); with ``observations`` (a forget, which queues their rebuild:
+    ``retain.forget.dependents``) so are the observations written from it; the ``superseded_by`` property
     recall finds superseded units by follows the metadata."""
     inherited: dict[str, dict[str, Any]] = {}
     for uid, meta in changed.items():
@@ -218,7 +220,7 @@ def _settle_citations_tx(tx: Any, bank_id: str, changed: dict[str, dict[str, Any
         if inherit(meta, cited):
             inherited[uid] = meta
         _write_metadata_tx(tx, bank_id, uid, meta)
-    if not inherited:
+    if not inherited or not observations:
         return
     for row in list(tx.run("MATCH (u:Unit) WHERE u.bank_id = $bank AND u.network = 'observation' "
                            "RETURN u.id AS id, u.metadata AS metadata", bank=bank_id)):
@@ -245,7 +247,7 @@ def _take_back_lent_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:
         meta = json.loads(row["metadata"] or "{}")
         if row["id"] not in dropped and take_back(meta, dropped, lent_only=True):
             changed[row["id"]] = meta
-    _settle_citations_tx(tx, bank_id, changed)
+    _settle_citations_tx(tx, bank_id, changed, observations=True)
 
 
 def _release_superseded_tx(tx: Any, bank_id: str, gone: Sequence[str]) -> None:

@@ -269,13 +269,15 @@ def _strip_citations(con: sqlite3.Connection, bank_id: str, ids: Sequence[str]) 
         meta = json.loads(text)
         if uid not in dropped and take_back(meta, dropped):
             changed[uid] = meta
-    _settle_citations(con, bank_id, changed)
+    _settle_citations(con, bank_id, changed, observations=False)
     return len(changed)
 
 
-def _settle_citations(con: sqlite3.Connection, bank_id: str, changed: dict[str, dict[str, Any]]) -> None:
+def _settle_citations(con: sqlite3.Connection, bank_id: str, changed: dict[str, dict[str, Any]], *,
+                      observations: bool) -> None:
     """Write facts whose citations were taken back. One left citing only superseded messages is superseded with them
-    (``stores.citations.inherit``), and so are the observations written from it."""
+    (``stores.citations.inherit``); with ``observations`` (a forget, which queues their rebuild:
+    ``retain.forget.dependents``) so are the observations written from it."""
     inherited: dict[str, dict[str, Any]] = {}
     for uid, meta in changed.items():
         cites = [str(c) for c in meta.get(FACT_CITES_KEY) or []]
@@ -286,7 +288,7 @@ def _settle_citations(con: sqlite3.Connection, bank_id: str, changed: dict[str, 
             inherited[uid] = meta
         con.execute("UPDATE units SET metadata = ? WHERE id = ? AND bank_id = ?",
                     (json.dumps(meta, default=str), uid, bank_id))
-    if not inherited:
+    if not inherited or not observations:
         return
     for uid, text in con.execute("SELECT id, metadata FROM units WHERE bank_id = ? AND network = 'observation'",
                                  (bank_id,)).fetchall():
@@ -309,7 +311,7 @@ def _take_back_lent(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) 
         meta = json.loads(text)
         if uid not in dropped and take_back(meta, dropped, lent_only=True):
             changed[uid] = meta
-    _settle_citations(con, bank_id, changed)
+    _settle_citations(con, bank_id, changed, observations=True)
 
 
 def _release_superseded(con: sqlite3.Connection, bank_id: str, gone: Sequence[str]) -> None:
