@@ -193,3 +193,16 @@ def test_labelled_set_is_well_formed() -> None:
         row = json.loads(line)
         assert row["split"] in ("dev", "test") and row["facts"] and row["entity"]
         assert all(isinstance(s["supported"], bool) and s["text"] for s in row["sentences"])
+
+
+def test_a_sentence_saying_a_kept_one_again_in_other_words_is_a_repeat() -> None:
+    # Two facts of one message (real chat) written as two sentences of one observation; a new fact about the same
+    # place is not a repeat.
+    facts = [("f1", "Akib: I guess fried chicken is considered an American food over there"),
+             ("f2", "Akib thinks fried chicken is considered an American food."),
+             ("f3", "Akib works in Porto."), ("f4", "Akib moved to Porto last month.")]
+    summary = ("Akib believes fried chicken is considered an American food over there. Akib thinks fried chicken is "
+               "considered an American food. Akib works in Porto. Akib moved to Porto last month.")
+    for name in ("minilm", "mpnet-int8"):  # the default embedder puts the two at 0.94, below REPEAT_SIMILARITY
+        check = check_support(summary, facts, "Akib", embed=make_embedder(name).embed)
+        assert [s.reason for s in check.sentences] == ["supported", "repeated", "supported", "supported"], name

@@ -87,6 +87,12 @@ MAX_SUPPORT_FACTS = 3
 """A sentence may merge at most this many facts: covering it with more would accept any mix of common words."""
 REPEAT_SIMILARITY = 0.95
 """Cosine to a kept sentence above which a sentence says the same thing again."""
+NEAR_REPEAT_OVERLAP = 0.7
+NEAR_REPEAT_SIMILARITY = 0.85
+"""A sentence sharing ``NEAR_REPEAT_OVERLAP`` of its content words (Jaccard) with one kept sentence and this close to it
+in meaning says it again in other words: "Akib thinks fried chicken is considered an American food" after "Akib
+believes fried chicken is considered an American food over there" (two facts of one message, real chat; 0.75 and
+0.94). "Akib moved to Porto" after "Akib works in Porto" shares a third of its words and stays (0.33, 0.87)."""
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 """Texts -> L2-normalised vectors (``Embedder.embed``)."""
@@ -288,10 +294,13 @@ def check_support(
     verdicts: list[SentenceSupport] = []
     said: set[str] = set()
     kept_rows: list[int] = []
+    kept_words: dict[int, set[str]] = {}
     for row, sentence in enumerate(sentences):
         found = _evidence(sentence, row, known, entity, sims, max_support_facts)
         repeated = found.words <= said or (sentence_sims is not None and any(
-            sentence_sims[row, k] >= repeat_similarity for k in kept_rows))
+            sentence_sims[row, k] >= repeat_similarity
+            or (sentence_sims[row, k] >= NEAR_REPEAT_SIMILARITY and _jaccard(found.words, kept_words[k])
+                >= NEAR_REPEAT_OVERLAP) for k in kept_rows))
         reason, fact_rows = _reason(sentence, found, known.names, repeated, min_overlap, min_similarity)
         verdicts.append(SentenceSupport(
             sentence, reason == "supported", [known.ids[i] for i in dict.fromkeys(fact_rows)],
@@ -299,7 +308,12 @@ def check_support(
         if reason == "supported":
             said |= found.words
             kept_rows.append(row)
+            kept_words[row] = found.words
     return SupportCheck(verdicts)
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0
 
 
 @dataclass(frozen=True)
