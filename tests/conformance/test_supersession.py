@@ -362,6 +362,17 @@ def test_forgetting_a_restating_message_takes_its_citation_back_and_keeps_the_fa
         assert check(hs).ok
 
 
+def _corrected_restatement(hs: Hindsight, bank_id: str) -> tuple[Memory, Memory, Memory, Memory]:
+    """``_restated``, an observation of Ana written from the held fact, then a correction of the fact's own message
+    while the lent one still holds (the fact stays current): (held fact, its own message, observation, correction)."""
+    bank = hs.bank(bank_id)
+    held, first, _second = _restated(hs, bank_id)
+    summary = _observation(hs, bank_id, "Ana", [held])
+    fixed = bank.correct(first.id, "Ana: I work as a paramedic with the INEM ambulance service.", by="ana")
+    assert bank.get(held.id).superseded_by is None  # type: ignore[union-attr]  # the lent message still holds
+    return held, first, summary, fixed
+
+
 def test_a_fact_left_citing_only_superseded_messages_after_a_take_back_is_superseded_with_them(
         backend: Backend, embedder: Any, bank_id: str) -> None:
     # The fact's own message was corrected while the restating message it was lent still held, so the fact stayed
@@ -369,10 +380,7 @@ def test_a_fact_left_citing_only_superseded_messages_after_a_take_back_is_supers
     # now rests on the corrected message alone and is history like it, superseded by the correction.
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        held, first, _second = _restated(hs, bank_id)
-        summary = _observation(hs, bank_id, "Ana", [held])
-        fixed = bank.correct(first.id, "Ana: I work as a paramedic with the INEM ambulance service.", by="ana")
-        assert bank.get(held.id).superseded_by is None  # type: ignore[union-attr]  # the lent message still holds
+        held, first, summary, fixed = _corrected_restatement(hs, bank_id)
         bank.forget(document_id="d1")
         kept = bank.get(held.id)
         assert kept is not None and kept.cites == [first.id]
@@ -395,11 +403,13 @@ def test_a_restating_document_retained_again_leaves_a_fact_citing_only_supersede
     # The same rule when the lent citation goes because its document is retained again with other words.
     with backend.open(embedder) as hs:
         bank = hs.bank(bank_id)
-        held, first, _second = _restated(hs, bank_id)
-        fixed = bank.correct(first.id, "Ana: I work as a paramedic with the INEM ambulance service.", by="ana")
+        held, first, summary, fixed = _corrected_restatement(hs, bank_id)
         bank.retain([say("Rui", "Only Rui talks now.", "x1", 41)], document_id="d1", extract=False, background=False)
         kept = bank.get(held.id)
         assert kept is not None and kept.cites == [first.id] and kept.superseded_by == fixed.id
+        assert held.id in hs.store.superseded_by_ids(bank_id, [fixed.id]).get(fixed.id, [])
+        # No rebuild is queued here, so the observation is left as it was rather than hidden with nothing after it.
+        assert bank.get(summary.id).superseded_by is None  # type: ignore[union-attr]
         assert check(hs).ok
 
 
